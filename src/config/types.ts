@@ -1,0 +1,119 @@
+/** Plain-data configuration, resolved once at start and passed down frozen. */
+
+export interface ProviderConfig {
+  /** Wire protocol. Only "openai" (chat completions) today. */
+  type: "openai";
+  baseUrl: string;
+  /** Literal key; prefer apiKeyEnv so the key stays out of files. */
+  apiKey?: string;
+  /** Name of the environment variable holding the key. */
+  apiKeyEnv?: string;
+  /** Extra request headers. */
+  headers?: Record<string, string>;
+  /** Per-request timeout before the first byte, ms. default: 120000 */
+  timeoutMs?: number;
+}
+
+export interface Budget {
+  /** Total tokens a session may consume (prompt + completion). default: unlimited */
+  max_tokens?: number;
+  /** Wall-clock seconds one run may take. default: unlimited */
+  max_wall_seconds?: number;
+  /** How deep agent_spawn may nest. default: unlimited */
+  max_spawn_depth?: number;
+  /** Model calls one run may make. default: 50 */
+  max_iterations?: number;
+}
+
+export interface ReasoningConfig {
+  effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  max_tokens?: number;
+}
+
+export interface RetrySettings {
+  /** Retries of one model before moving to the next. default: 2 */
+  maxRetries: number;
+  /** First backoff, ms; doubles each retry. default: 500 */
+  baseDelayMs: number;
+  /** Backoff ceiling, ms (also caps Retry-After). default: 30000 */
+  maxDelayMs: number;
+}
+
+export interface Settings {
+  providers: Record<string, ProviderConfig>;
+  defaultProvider?: string;
+  defaultModel?: string;
+  /** Tried in order after a model's own fallbacks. default: [] */
+  fallbackModels: string[];
+  budget: Budget;
+  /** Model for agent_control get-summary. default: defaultModel */
+  summarizerModel?: string;
+  /** Cap on get-summary calls per minute; unset = unlimited. */
+  summarizerMaxCallsPerMinute?: number;
+  files: { writeRoots: string[] };
+  webFetch: { allowHosts: string[] };
+  webSearch: { endpoint: string };
+  retry: RetrySettings;
+  limits: {
+    /** Sessions that may be open (not closed) at once. default: 200 */
+    maxLiveSessions: number;
+    /** HTTP request body cap, bytes. default: 10 MiB */
+    maxBodyBytes: number;
+  };
+  wakeup: {
+    /** Shortest interval for a looping wake-up, seconds. default: 10 */
+    minLoopSeconds: number;
+  };
+  /** Anything else found in settings.json, kept for custom tools. */
+  [extra: string]: unknown;
+}
+
+export interface ModelInfo {
+  input_modalities: ("text" | "image" | "audio")[];
+  context_window: number;
+  max_output_tokens?: number;
+  fallbacks?: string[];
+}
+
+export interface ModeConfig {
+  enabled: boolean;
+  /** Allowlist; empty = every tool. */
+  tools: string[];
+  /** Always wins over `tools`. */
+  disallowedTools: string[];
+  /** Custom tools in tools[] from turn one. */
+  preActivatedTools: string[];
+}
+
+export interface AgentConfig {
+  name: string;
+  description: string;
+  model?: string;
+  systemPrompt: string;
+  reasoning?: ReasoningConfig;
+  budget: Budget;
+  modes: Record<string, ModeConfig>;
+  /** Folder holding agent.json; null for the built-in default agent. */
+  agentFolder: string | null;
+  source: "builtin" | "global" | "project";
+}
+
+export interface VeilPaths {
+  workspace: string;
+  /** <workspace>/.veil */
+  projectDir: string;
+  /** $VEIL_HOME, default ~/.veil */
+  homeDir: string;
+  dbPath: string;
+  secretPath: string;
+  memoryDir: string;
+}
+
+export interface VeilConfig {
+  paths: VeilPaths;
+  settings: Settings;
+  models: Record<string, ModelInfo>;
+  agents: Record<string, AgentConfig>;
+  /** Environment the config was read with (for apiKeyEnv); never sent to tools. */
+  env: Record<string, string | undefined>;
+}

@@ -1,0 +1,198 @@
+import type { Budget, ReasoningConfig } from "../config/types.js";
+
+/**
+ * The persistence seam. SQLite implements it now (store/sqlite); PostgreSQL later.
+ * Every method is async so a networked store fits without changing callers.
+ * Every implementation must pass test/conformance/store.ts.
+ */
+
+export type SessionStatus = "idle" | "running" | "suspended" | "closed";
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cached_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
+}
+
+export const ZERO_USAGE: TokenUsage = Object.freeze({
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  cached_tokens: 0,
+  cache_creation_tokens: 0,
+  reasoning_tokens: 0,
+});
+
+export interface SessionRow {
+  id: string;
+  agent: string;
+  mode: string;
+  status: SessionStatus;
+  parent_session_id: string | null;
+  spawn_depth: number;
+  instance_name: string | null;
+  /** Session-level model override (per-call > session > agent > settings). */
+  model: string | null;
+  reasoning: ReasoningConfig | null;
+  budget_override: Budget | null;
+  objective: string | null;
+  success_criteria: string | null;
+  token_usage: TokenUsage;
+  /** The full prompt window of the last call: input + cache read + cache creation + output. */
+  context_size: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export type NewSession = Pick<SessionRow, "id" | "agent" | "mode"> &
+  Partial<
+    Pick<
+      SessionRow,
+      | "parent_session_id"
+      | "spawn_depth"
+      | "instance_name"
+      | "model"
+      | "reasoning"
+      | "budget_override"
+      | "objective"
+      | "success_criteria"
+      | "status"
+    >
+  >;
+
+export type SessionPatch = Partial<
+  Pick<SessionRow, "status" | "model" | "reasoning" | "budget_override" | "token_usage" | "context_size">
+>;
+
+export type MessageRole = "system" | "user" | "assistant" | "tool";
+
+export interface StoredToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text of the arguments as the model sent them. */
+  arguments: string;
+}
+
+export interface MessageRow {
+  id: string;
+  session_id: string;
+  /** Order within the session, from 1. */
+  seq: number;
+  role: MessageRole;
+  content: string | null;
+  thinking: string | null;
+  tool_calls: StoredToolCall[] | null;
+  tool_call_id: string | null;
+  finish_reason: string | null;
+  token_usage: TokenUsage | null;
+  /** Free-form: source ("user", "agent", "wakeup"), correlation ids, audit text. */
+  meta: Record<string, unknown> | null;
+  created_at: string;
+}
+
+export type NewMessage = Pick<MessageRow, "id" | "session_id" | "role"> &
+  Partial<Pick<MessageRow, "content" | "thinking" | "tool_calls" | "tool_call_id" | "finish_reason" | "token_usage" | "meta">>;
+
+export type ToolCallState = "pending" | "validating" | "executing" | "done" | "error" | "cancelled";
+
+export const TERMINAL_TOOL_STATES: readonly ToolCallState[] = ["done", "error", "cancelled"];
+
+export interface ToolCallRow {
+  id: string;
+  session_id: string;
+  /** The assistant message that asked for the call. */
+  message_id: string;
+  name: string;
+  arguments: string;
+  state: ToolCallState;
+  output: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+export interface InboxItem {
+  id: string;
+  session_id: string;
+  content: string;
+  meta: Record<string, unknown> | null;
+  created_at: string;
+}
+
+export interface TodoItem {
+  id: string;
+  content: string;
+  status: "pending" | "in_progress" | "completed";
+  priority: "high" | "medium" | "low";
+}
+
+export interface WakeupRow {
+  session_id: string;
+  /** As the caller gave it ("30m", "90s", "2h", "5"). */
+  time: string;
+  interval_ms: number;
+  message: string;
+  loop: boolean;
+  /** Epoch ms of the next firing. */
+  next_fire_at: number;
+  created_at: string;
+}
+
+export interface AuditRow {
+  id: number;
+  session_id: string | null;
+  kind: string;
+  data: Record<string, unknown>;
+  created_at: string;
+}
+
+export interface Store {
+  createSession(session: NewSession): Promise<SessionRow>;
+  getSession(id: string): Promise<SessionRow | undefined>;
+  listSessions(filter?: { parentSessionId?: string; status?: SessionStatus }): Promise<SessionRow[]>;
+  updateSession(id: string, patch: SessionPatch): Promise<SessionRow>;
+  /** Adds usage to the running total and sets context_size, atomically. */
+  addTokenUsage(id: string, usage: TokenUsage, contextSize: number): Promise<void>;
+  countLiveSessions(): Promise<number>;
+  findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined>;
+
+  /** Durable once the promise resolves. Assigns seq. */
+  appendMessage(message: NewMessage): Promise<MessageRow>;
+  listMessages(sessionId: string, options?: { afterSeq?: number; limit?: number }): Promise<MessageRow[]>;
+  getMessage(id: string): Promise<MessageRow | undefined>;
+  updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void>;
+
+  upsertToolCall(call: Omit<ToolCallRow, "output" | "started_at" | "ended_at"> & Partial<ToolCallRow>): Promise<void>;
+  setToolCallState(id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<void>;
+  listToolCalls(sessionId: string, options?: { states?: ToolCallState[] }): Promise<ToolCallRow[]>;
+
+  /** Messages accepted for a busy session, waiting for the next iteration boundary. */
+  addInbox(item: InboxItem): Promise<void>;
+  listInbox(sessionId: string): Promise<InboxItem[]>;
+  /** Atomically turns inbox items into user messages (in the given order) and removes them. */
+  deliverInbox(sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]): Promise<MessageRow[]>;
+  /** Sessions with undelivered inbox items (for recovery after a restart). */
+  sessionsWithInbox(): Promise<string[]>;
+
+  markRead(sessionId: string, path: string): Promise<void>;
+  hasRead(sessionId: string, path: string): Promise<boolean>;
+
+  setTodos(sessionId: string, todos: TodoItem[]): Promise<void>;
+  getTodos(sessionId: string): Promise<TodoItem[]>;
+
+  setWakeup(row: WakeupRow): Promise<void>;
+  getWakeup(sessionId: string): Promise<WakeupRow | undefined>;
+  deleteWakeup(sessionId: string): Promise<void>;
+  listWakeups(): Promise<WakeupRow[]>;
+
+  /** Small per-session key/value facts (contact baselines, activated tools…). */
+  setSessionMeta(sessionId: string, key: string, value: unknown): Promise<void>;
+  getSessionMeta<T = unknown>(sessionId: string, key: string): Promise<T | undefined>;
+
+  addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void>;
+  listAudit(filter?: { sessionId?: string; kind?: string }): Promise<AuditRow[]>;
+
+  close(): Promise<void>;
+}

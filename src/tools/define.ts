@@ -1,0 +1,21 @@
+import type { TSchema } from "@sinclair/typebox";
+import type { RegisteredTool, ToolDefinition } from "./types.js";
+import { sharedValidators } from "./validation.js";
+
+const TOOL_NAME = /^[a-z][a-z0-9_]*$/;
+
+/** Declares a built-in tool; compiles its schema once and checks the name. */
+export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): RegisteredTool {
+  if (!TOOL_NAME.test(definition.name)) throw new Error(`tool name "${definition.name}" must be snake_case`);
+  const inputSchema = JSON.parse(JSON.stringify(definition.params)) as Record<string, unknown>;
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema,
+    timeoutMs: definition.timeoutMs,
+    readOnly: definition.readOnly ?? false,
+    tier: "builtin",
+    validate: sharedValidators.compile(inputSchema),
+    execute: definition.execute as RegisteredTool["execute"],
+  };
+}

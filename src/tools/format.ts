@@ -1,0 +1,31 @@
+import { isVeilError, errorMessage } from "../errors.js";
+
+/** The only place that knows the manual's string shapes. */
+
+export function formatToolError(code: string, message: string): string {
+  return `Error: ${code} — ${message}`;
+}
+
+export function formatThrown(error: unknown): { text: string; code: string } {
+  if (isVeilError(error)) return { text: formatToolError(error.code, error.message), code: error.code };
+  return { text: formatToolError("TOOL_ERROR", errorMessage(error)), code: "TOOL_ERROR" };
+}
+
+export function systemReminder(text: string): string {
+  return `<system-reminder>${text}</system-reminder>`;
+}
+
+/** `<tag>value</tag>` lines, the manual's XML envelopes. Values are not escaped, as in the manual. */
+export function xmlEnvelope(fields: [tag: string, value: string | number | boolean | null | undefined][]): string {
+  return fields
+    .filter(([, value]) => value !== undefined && value !== null)
+    .map(([tag, value]) => {
+      const text = String(value);
+      return text.includes("\n") ? `<${tag}>\n${text}\n</${tag}>` : `<${tag}>${text}</${tag}>`;
+    })
+    .join("\n");
+}
+
+export function preview(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

@@ -1,0 +1,118 @@
+import type { TSchema, Static } from "@sinclair/typebox";
+import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../config/types.js";
+import type { Clock } from "../core/clock.js";
+import type { IdGenerator } from "../core/ids.js";
+import type { EventBus, VeilEventBody } from "../core/events.js";
+import type { Store } from "../store/store.js";
+import type { ContentPart } from "../llm/types.js";
+
+/** A multimodal piece returned by a tool; reaches the model, never the store. */
+export interface Attachment {
+  type: "image" | "audio";
+  /** e.g. "image/png", "audio/wav" */
+  media_type: string;
+  /** base64 without prefix */
+  data?: string;
+  url?: string;
+}
+
+export interface ToolOutcome {
+  /** Text for the model; also what the store keeps. */
+  output: string;
+  /** Multimodal parts for the current turn only (not stored). */
+  attachments?: Attachment[];
+  /** Structured facts for events and the dashboard. */
+  details?: Record<string, unknown>;
+  /** Marks a failure that is not an exception (rendered as success=false). */
+  isError?: boolean;
+}
+
+/**
+ * Something a tool keeps per session or per runtime (a shell, a cache). It is
+ * disposed when its owner ends: the session closes, or the runtime shuts down.
+ */
+export interface Disposable {
+  dispose(): void | Promise<void>;
+}
+
+export interface ResourceScope {
+  /** Returns the resource under `key`, creating it on first use. */
+  get<T extends Disposable>(key: string, create: () => T): T;
+  peek<T extends Disposable>(key: string): T | undefined;
+}
+
+/**
+ * Runtime services some tools need. Each is optional so a runtime (or a test)
+ * wires only what it has; a tool that needs a missing one throws TOOL_CONTEXT_INVALID.
+ */
+export interface ToolServices {
+  [name: string]: unknown;
+}
+
+export interface ToolContext {
+  sessionId: string;
+  agent: AgentConfig;
+  mode: string;
+  /** Absolute workspace root. */
+  workspace: string;
+  config: VeilConfig;
+  settings: Settings;
+  /** Resolved model key for this turn (per-call > session > agent > settings). */
+  modelKey: string;
+  model: ModelInfo;
+  toolCallId: string;
+  store: Store;
+  bus: EventBus;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Aborted on cancel, session close, or the tool's timeout. */
+  signal: AbortSignal;
+  /** Streams live output as `tool.chunk`. */
+  emitChunk(chunk: string): void;
+  /** Publishes any event for this session. */
+  emit(body: VeilEventBody): void;
+  /** Resources owned by this session (disposed at close). */
+  session: ResourceScope;
+  /** Resources owned by the runtime (disposed at shutdown). */
+  runtime: ResourceScope;
+  services: ToolServices;
+  log: Logger;
+}
+
+export interface Logger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface ToolDefinition<S extends TSchema = TSchema> {
+  /** snake_case, unique. */
+  name: string;
+  /** What the model reads. */
+  description: string;
+  params: S;
+  /** Watchdog, ms. default: none for built-ins that manage their own time. */
+  timeoutMs?: number;
+  /** True when the tool changes nothing (lets the loop run it in parallel freely). */
+  readOnly?: boolean;
+  execute(input: Static<S>, ctx: ToolContext): Promise<ToolOutcome | string>;
+}
+
+/** A defined tool with its validator compiled once. */
+export interface RegisteredTool {
+  name: string;
+  description: string;
+  /** JSON Schema sent to the model. */
+  inputSchema: Record<string, unknown>;
+  timeoutMs?: number;
+  readOnly: boolean;
+  tier: "builtin" | "custom";
+  /** For custom tools: "agent" | "project" | "global" and the folder. */
+  source?: { scope: "agent" | "project" | "global"; folder: string };
+  /** Returns null when valid, else a message phrased for the model. */
+  validate(input: unknown): string | null;
+  execute(input: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome | string>;
+}
+
+export type { ContentPart };
