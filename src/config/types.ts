@@ -51,7 +51,15 @@ export interface Settings {
   /** Cap on get-summary calls per minute; unset = unlimited. */
   summarizerMaxCallsPerMinute?: number;
   files: { writeRoots: string[] };
-  webFetch: { allowHosts: string[] };
+  webFetch: {
+    allowHosts: string[];
+    /** Bytes one fetch may download, after decompression too. default: 10 MiB */
+    maxBytes?: number;
+    /** Wall time for one fetch including redirects and body, ms. default: 30000 */
+    timeoutMs?: number;
+    /** Redirect hops followed. default: 5 */
+    maxRedirects?: number;
+  };
   webSearch: { endpoint: string };
   retry: RetrySettings;
   limits: {

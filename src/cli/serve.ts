@@ -1,0 +1,30 @@
+import { createRuntime } from "../runtime.js";
+import { resolveSecret } from "../server/secret.js";
+import { startServer } from "../server/listen.js";
+import type { CliIo } from "./run.js";
+
+/** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
+export async function serveCommand(command: { workspace: string; host: string; port: number; secret?: string }, io: CliIo): Promise<number> {
+  const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
+  const { secret, generated } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
+  await runtime.sessions.recover();
+  const server = await startServer({ runtime, secret, host: command.host, port: command.port });
+  if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
+  io.stdout(`listening on ${server.url}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      runtime.log.info(`received ${signal}, shutting down`);
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+      void server.close().then(resolve, (error) => {
+        io.stderr(`shutdown error: ${String(error)}\n`);
+        resolve();
+      });
+    };
+    const onInt = () => stop("SIGINT");
+    const onTerm = () => stop("SIGTERM");
+    process.on("SIGINT", onInt);
+    process.on("SIGTERM", onTerm);
+  });
+  return 0;
+}

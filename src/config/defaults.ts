@@ -1,0 +1,45 @@
+import type { AgentConfig, ModeConfig, ModelInfo, Settings } from "./types.js";
+
+export const DEFAULT_WEB_SEARCH_ENDPOINT = "https://html.duckduckgo.com/html/";
+
+/** Built-in defaults: the bottom layer of the settings merge. */
+export function defaultSettings(): Settings {
+  return {
+    providers: {},
+    fallbackModels: [],
+    budget: { max_iterations: 50 },
+    files: { writeRoots: [] },
+    webFetch: { allowHosts: [] },
+    webSearch: { endpoint: DEFAULT_WEB_SEARCH_ENDPOINT },
+    retry: { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 30_000 },
+    limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024 },
+    wakeup: { minLoopSeconds: 10 },
+  };
+}
+
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
+
+/** A model with no catalogue entry: text-only, default window. */
+export function defaultModelInfo(): ModelInfo {
+  return { input_modalities: ["text"], context_window: DEFAULT_CONTEXT_WINDOW };
+}
+
+export function defaultMode(): ModeConfig {
+  return { enabled: true, tools: [], disallowedTools: [], preActivatedTools: [] };
+}
+
+export const DEFAULT_SYSTEM_PROMPT =
+  "You are Veil, a capable assistant working in the user's workspace. Use the tools available to you to inspect and change files, run commands and research. Be concise and report what you did.";
+
+/** The agent every workspace has unless a project or global agent named "default" overrides it. */
+export function builtinDefaultAgent(): AgentConfig {
+  return {
+    name: "default",
+    description: "General-purpose agent with every built-in tool.",
+    systemPrompt: DEFAULT_SYSTEM_PROMPT,
+    budget: {},
+    modes: { chat: defaultMode() },
+    agentFolder: null,
+    source: "builtin",
+  };
+}

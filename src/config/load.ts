@@ -1,0 +1,163 @@
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { VeilError } from "../errors.js";
+import { sharedValidators } from "../tools/validation.js";
+import { builtinDefaultAgent, defaultMode, defaultModelInfo, defaultSettings } from "./defaults.js";
+import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "./schemas.js";
+import type { AgentConfig, ModeConfig, ModelInfo, Settings, VeilConfig, VeilPaths } from "./types.js";
+
+export interface LoadOptions {
+  workspace: string;
+  env: Record<string, string | undefined>;
+  /** CLI flags: the top layer of the settings merge. */
+  overrides?: Partial<Settings>;
+}
+
+const validateSettings = sharedValidators.compile(SettingsFileSchema as unknown as Record<string, unknown>);
+const validateModels = sharedValidators.compile(ModelsFileSchema as unknown as Record<string, unknown>);
+const validateAgent = sharedValidators.compile(AgentFileSchema as unknown as Record<string, unknown>);
+
+export function resolvePaths(workspace: string, env: Record<string, string | undefined>): VeilPaths {
+  const root = existsSync(workspace) ? realpathSync(workspace) : resolve(workspace);
+  const projectDir = join(root, ".veil");
+  return {
+    workspace: root,
+    projectDir,
+    homeDir: env.VEIL_HOME ? resolve(env.VEIL_HOME) : join(homedir(), ".veil"),
+    dbPath: join(projectDir, "veil.db"),
+    secretPath: join(projectDir, "secret"),
+    memoryDir: join(projectDir, "memory"),
+  };
+}
+
+/**
+ * Loads the configuration once. Merge order: built-in defaults < $VEIL_HOME <
+ * <workspace>/.veil < environment shortcuts < CLI overrides.
+ */
+export function loadConfig(options: LoadOptions): VeilConfig {
+  const paths = resolvePaths(options.workspace, options.env);
+  let settings = defaultSettings() as unknown as Record<string, unknown>;
+  for (const dir of [paths.homeDir, paths.projectDir]) {
+    const file = join(dir, "settings.json");
+    const data = readJsonFile(file, validateSettings);
+    if (data) settings = mergeDeep(settings, data);
+  }
+  settings = mergeDeep(settings, envShortcuts(options.env));
+  if (options.overrides) settings = mergeDeep(settings, options.overrides as Record<string, unknown>);
+  const finalSettings = settings as unknown as Settings;
+  checkProviders(finalSettings);
+
+  let models: Record<string, ModelInfo> = {};
+  for (const dir of [paths.homeDir, paths.projectDir]) {
+    const data = readJsonFile(join(dir, "models.json"), validateModels) as Record<string, Partial<ModelInfo>> | undefined;
+    for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...models[key], ...entry } as ModelInfo;
+  }
+  models = Object.fromEntries(
+    Object.entries(models).map(([key, entry]) => [
+      key,
+      { ...defaultModelInfo(), ...entry } as ModelInfo,
+    ]),
+  );
+
+  return deepFreeze({ paths, settings: finalSettings, models, agents: loadAgents(paths), env: { ...options.env } });
+}
+
+/** Agents: built-in default < $VEIL_HOME/agents < <workspace>/.veil/agents, by name. */
+export function loadAgents(paths: VeilPaths): Record<string, AgentConfig> {
+  const agents: Record<string, AgentConfig> = { default: builtinDefaultAgent() };
+  for (const [dir, source] of [
+    [join(paths.homeDir, "agents"), "global"],
+    [join(paths.projectDir, "agents"), "project"],
+  ] as const) {
+    if (!isDir(dir)) continue;
+    for (const entry of readdirSync(dir).sort()) {
+      const folder = join(dir, entry);
+      const file = join(folder, "agent.json");
+      if (!existsSync(file)) continue;
+      const agent = readAgent(folder, file, entry, source);
+      agents[agent.name] = agent;
+    }
+  }
+  return agents;
+}
+
+function readAgent(folder: string, file: string, folderName: string, source: "global" | "project"): AgentConfig {
+  const raw = readJsonFile(file, validateAgent) as Record<string, unknown>;
+  const promptFile = join(folder, "AGENT.md");
+  const systemPrompt = existsSync(promptFile) ? readFileSync(promptFile, "utf8") : ((raw.systemPrompt as string | undefined) ?? "");
+  const modesRaw = (raw.modes as Record<string, Partial<ModeConfig>> | undefined) ?? { chat: {} };
+  const modes: Record<string, ModeConfig> = {};
+  for (const [mode, value] of Object.entries(modesRaw)) modes[mode] = { ...defaultMode(), ...value };
+  return {
+    name: (raw.name as string | undefined) ?? folderName,
+    description: (raw.description as string | undefined) ?? "",
+    model: raw.model as string | undefined,
+    systemPrompt,
+    reasoning: raw.reasoning as AgentConfig["reasoning"],
+    budget: (raw.budget as AgentConfig["budget"]) ?? {},
+    modes,
+    agentFolder: folder,
+    source,
+  };
+}
+
+function envShortcuts(env: Record<string, string | undefined>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (env.VEIL_BASE_URL) {
+    out.providers = { env: { type: "openai", baseUrl: env.VEIL_BASE_URL, apiKeyEnv: "VEIL_API_KEY" } };
+    out.defaultProvider = "env";
+  }
+  if (env.VEIL_MODEL) out.defaultModel = env.VEIL_MODEL;
+  return out;
+}
+
+function checkProviders(settings: Settings): void {
+  if (settings.defaultProvider && !settings.providers[settings.defaultProvider]) {
+    throw new VeilError("CONFIG_ERROR", `settings.json: defaultProvider "${settings.defaultProvider}" names no entry in "providers"`);
+  }
+}
+
+function readJsonFile(file: string, validate: (input: unknown) => string | null): Record<string, unknown> | undefined {
+  if (!existsSync(file)) return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new VeilError("CONFIG_ERROR", `${file}: invalid JSON (${(error as Error).message})`, { cause: error });
+  }
+  const problem = validate(data);
+  if (problem) throw new VeilError("CONFIG_ERROR", `${file}: ${problem.replace(/ Rewrite the input.*$/, "")}`);
+  return data as Record<string, unknown>;
+}
+
+function isDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Objects merge key by key; arrays and scalars replace. */
+export function mergeDeep(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    if (key === "__proto__" || key === "constructor" || key === "prototype") continue;
+    const prev = out[key];
+    out[key] = isPlainObject(prev) && isPlainObject(value) ? mergeDeep(prev, value) : value;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  }
+  return value;
+}

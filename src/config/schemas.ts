@@ -1,0 +1,103 @@
+import { Type } from "@sinclair/typebox";
+
+/** One schema per config file; validation errors name the file and the field. */
+
+const BudgetSchema = Type.Object(
+  {
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Total tokens a session may use." })),
+    max_wall_seconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Wall seconds one run may take." })),
+    max_spawn_depth: Type.Optional(Type.Integer({ minimum: 0, description: "How deep agent_spawn may nest." })),
+    max_iterations: Type.Optional(Type.Integer({ minimum: 1, description: "Model calls one run may make." })),
+  },
+  { additionalProperties: false },
+);
+
+const ReasoningSchema = Type.Object(
+  {
+    effort: Type.Optional(
+      Type.Union([Type.Literal("none"), Type.Literal("minimal"), Type.Literal("low"), Type.Literal("medium"), Type.Literal("high"), Type.Literal("xhigh")]),
+    ),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const ProviderSchema = Type.Object(
+  {
+    type: Type.Literal("openai"),
+    baseUrl: Type.String({ pattern: "^https?://" }),
+    apiKey: Type.Optional(Type.String()),
+    apiKeyEnv: Type.Optional(Type.String()),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+export const SettingsFileSchema = Type.Object(
+  {
+    providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
+    defaultProvider: Type.Optional(Type.String()),
+    defaultModel: Type.Optional(Type.String()),
+    fallbackModels: Type.Optional(Type.Array(Type.String())),
+    budget: Type.Optional(BudgetSchema),
+    summarizerModel: Type.Optional(Type.String()),
+    summarizerMaxCallsPerMinute: Type.Optional(Type.Integer({ minimum: 1 })),
+    files: Type.Optional(Type.Object({ writeRoots: Type.Optional(Type.Array(Type.String())) })),
+    webFetch: Type.Optional(Type.Object({ allowHosts: Type.Optional(Type.Array(Type.String())) })),
+    webSearch: Type.Optional(Type.Object({ endpoint: Type.Optional(Type.String({ pattern: "^https?://" })) })),
+    retry: Type.Optional(
+      Type.Object({
+        maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+        baseDelayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+        maxDelayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+      }),
+    ),
+    limits: Type.Optional(
+      Type.Object({
+        maxLiveSessions: Type.Optional(Type.Integer({ minimum: 1 })),
+        maxBodyBytes: Type.Optional(Type.Integer({ minimum: 1024 })),
+      }),
+    ),
+    wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
+  },
+  { additionalProperties: true },
+);
+
+export const ModelsFileSchema = Type.Record(
+  Type.String(),
+  Type.Object(
+    {
+      input_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal("text"), Type.Literal("image"), Type.Literal("audio")]))),
+      context_window: Type.Optional(Type.Integer({ minimum: 1 })),
+      max_output_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+      fallbacks: Type.Optional(Type.Array(Type.String())),
+    },
+    { additionalProperties: true },
+  ),
+);
+
+const ModeSchema = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    tools: Type.Optional(Type.Array(Type.String())),
+    disallowedTools: Type.Optional(Type.Array(Type.String())),
+    preActivatedTools: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: true },
+);
+
+export const AgentFileSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$" })),
+    description: Type.Optional(Type.String()),
+    model: Type.Optional(Type.String()),
+    systemPrompt: Type.Optional(Type.String()),
+    reasoning: Type.Optional(ReasoningSchema),
+    budget: Type.Optional(BudgetSchema),
+    modes: Type.Optional(Type.Record(Type.String(), ModeSchema)),
+  },
+  { additionalProperties: true },
+);
+
+export { BudgetSchema, ReasoningSchema };

@@ -1,0 +1,422 @@
+import type { AgentConfig, Budget, ReasoningConfig, VeilConfig } from "../config/types.js";
+import { VeilError } from "../errors.js";
+import { modelInfo, pickModelKey } from "../llm/models.js";
+import type { LlmClient } from "../llm/types.js";
+import type { MessageRow, NewSession, SessionRow, SessionStatus, Store } from "../store/store.js";
+import { ZERO_USAGE } from "../store/store.js";
+import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
+import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
+import type { Clock } from "./clock.js";
+import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
+import type { EventBus } from "./events.js";
+import type { IdGenerator } from "./ids.js";
+import { closeDanglingToolCalls, runLoop, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
+import { modeConfig } from "./permissions.js";
+import { Resources } from "./resources.js";
+import { resolveBudget } from "./stop-conditions.js";
+
+export interface SessionManagerDeps {
+  config: VeilConfig;
+  store: Store;
+  bus: EventBus;
+  llm: LlmClient;
+  clock: Clock;
+  ids: IdGenerator;
+  log: Logger;
+  builtins: readonly RegisteredTool[];
+  customTools: CustomToolSource;
+  runtimeResources: Resources;
+  /** Shared services handed to tools (wakeups, remote methods, sessions, selfAddress…). */
+  services: ToolServices;
+  /** Agents are re-read per session so new agent folders show up without a restart. */
+  agents(): Record<string, AgentConfig>;
+}
+
+export interface CreateSessionInput {
+  agent: string;
+  mode?: string;
+  model?: string | null;
+  reasoning?: ReasoningConfig | null;
+  budget_override?: Budget | null;
+  parent_session_id?: string | null;
+  spawn_depth?: number;
+  instance_name?: string | null;
+  objective?: string | null;
+  success_criteria?: string | null;
+}
+
+export interface SendOptions {
+  /** Per-call model; applies when this message starts a run. */
+  model?: string;
+  reasoning?: ReasoningConfig;
+  meta?: Record<string, unknown>;
+}
+
+export interface SendReceipt {
+  /** The inbox id, which becomes the stored user message id when delivered. */
+  messageId: string;
+  /** "started": the session was idle and a run began; "queued": injected at the next boundary of the running run. */
+  delivery: "started" | "queued";
+  /** Settles when the run that consumed the message ends. */
+  result: Promise<RunResult>;
+}
+
+interface ActiveRun {
+  controller: AbortController;
+  stopRequest: StopReason | null;
+  done: Promise<RunResult>;
+}
+
+interface LiveSession {
+  resources: Resources;
+  run: ActiveRun | null;
+  /** Undelivered inbox items known to this process, with their waiters. */
+  pending: Map<string, { resolve: (r: RunResult) => void; perCall: SendOptions }>;
+  /** Waiters for messages drained into the current run. */
+  consumed: ((r: RunResult) => void)[];
+  closing: boolean;
+}
+
+export interface RunObserver extends LoopHooks {
+  onRunEnd?(result: RunResult): void;
+}
+
+/**
+ * Owns sessions at run time: one run per session at a time, a durable inbox for
+ * messages that arrive mid-run (drained at the next iteration boundary),
+ * cancel/suspend/resume/close, and recovery after a restart.
+ */
+export class SessionManager {
+  private readonly live = new Map<string, LiveSession>();
+  private readonly observers = new Map<string, Set<RunObserver>>();
+  private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
+  private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
+
+  constructor(private readonly deps: SessionManagerDeps) {}
+
+  async create(input: CreateSessionInput): Promise<SessionRow> {
+    const agents = this.deps.agents();
+    const agent = agents[input.agent];
+    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
+    const mode = input.mode ?? "chat";
+    if (!agent.modes[mode] && mode !== "chat") throw new VeilError("VALIDATION_ERROR", `agent "${agent.name}" has no mode "${mode}"`);
+    if (!modeConfig(agent, mode).enabled) throw new VeilError("VALIDATION_ERROR", `mode "${mode}" of agent "${agent.name}" is disabled`);
+    const max = this.deps.config.settings.limits.maxLiveSessions;
+    if ((await this.deps.store.countLiveSessions()) >= max) {
+      throw new VeilError("BUDGET_EXCEEDED", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
+    }
+    const row: NewSession = {
+      id: this.deps.ids.next("sess"),
+      agent: agent.name,
+      mode,
+      model: input.model ?? null,
+      reasoning: input.reasoning ?? null,
+      budget_override: input.budget_override ?? null,
+      parent_session_id: input.parent_session_id ?? null,
+      spawn_depth: input.spawn_depth ?? 0,
+      instance_name: input.instance_name ?? null,
+      objective: input.objective ?? null,
+      success_criteria: input.success_criteria ?? null,
+    };
+    return this.deps.store.createSession(row);
+  }
+
+  async get(id: string): Promise<SessionRow> {
+    const session = await this.deps.store.getSession(id);
+    if (!session) throw new VeilError("SESSION_NOT_FOUND", `no session "${id}"`);
+    return session;
+  }
+
+  isRunning(id: string): boolean {
+    return Boolean(this.live.get(id)?.run);
+  }
+
+  /** Resolves when the session has no run (immediately if idle). */
+  async waitIdle(id: string): Promise<void> {
+    for (let run = this.live.get(id)?.run; run; run = this.live.get(id)?.run) await run.done;
+  }
+
+  /**
+   * Accepts a user message: stored durably in the inbox before this resolves,
+   * then delivered at once (idle session) or at the next boundary (running).
+   */
+  async send(id: string, content: string, options: SendOptions = {}): Promise<SendReceipt> {
+    const session = await this.get(id);
+    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
+    if (session.status === "suspended") throw new VeilError("SESSION_SUSPENDED", `session "${id}" is suspended; resume it first`);
+    const live = this.liveFor(id);
+    if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
+    const messageId = this.deps.ids.next("msg");
+    let resolve!: (r: RunResult) => void;
+    const result = new Promise<RunResult>((r) => (resolve = r));
+    live.pending.set(messageId, { resolve, perCall: options });
+    try {
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: options.meta ?? null, created_at: new Date(this.deps.clock.now()).toISOString() });
+    } catch (error) {
+      live.pending.delete(messageId);
+      throw error;
+    }
+    const delivery = live.run ? "queued" : "started";
+    if (!live.run) this.startRun(id, options);
+    return { messageId, delivery, result };
+  }
+
+  /** Cooperative cancel; resolves when the run has stopped. Idempotent. */
+  async cancel(id: string): Promise<boolean> {
+    await this.get(id);
+    const run = this.live.get(id)?.run;
+    if (!run) return false;
+    run.controller.abort(new VeilError("CANCELLED", "cancelled"));
+    await run.done;
+    return true;
+  }
+
+  async suspend(id: string): Promise<SessionRow> {
+    const session = await this.get(id);
+    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
+    const run = this.live.get(id)?.run;
+    if (run) run.stopRequest = "suspended";
+    return this.setStatus(id, "suspended", "suspended");
+  }
+
+  async resume(id: string): Promise<SessionRow> {
+    const session = await this.get(id);
+    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
+    if (session.status !== "suspended") return session;
+    const live = this.liveFor(id);
+    if (live.run) await live.run.done;
+    const row = await this.setStatus(id, "idle", "resumed");
+    for (const listener of this.resumeListeners) await listener(id);
+    if (!live.run && (await this.deps.store.listInbox(id)).length > 0) this.startRun(id, {});
+    return row;
+  }
+
+  /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */
+  async close(id: string): Promise<SessionRow> {
+    const session = await this.get(id);
+    if (session.status === "closed") return session;
+    const live = this.liveFor(id);
+    live.closing = true;
+    if (live.run) {
+      live.run.controller.abort(new VeilError("SESSION_CLOSED", "session closed"));
+      await live.run.done;
+    }
+    for (const listener of this.closeListeners) {
+      try {
+        await listener(id);
+      } catch (error) {
+        this.deps.log.warn("close listener failed", { sessionId: id, error: String(error) });
+      }
+    }
+    await live.resources.dispose();
+    this.live.delete(id);
+    return this.setStatus(id, "closed", "closed");
+  }
+
+  onClose(listener: (sessionId: string) => void | Promise<void>): () => void {
+    this.closeListeners.add(listener);
+    return () => void this.closeListeners.delete(listener);
+  }
+
+  onResume(listener: (sessionId: string) => void | Promise<void>): () => void {
+    this.resumeListeners.add(listener);
+    return () => void this.resumeListeners.delete(listener);
+  }
+
+  /** Observes the runs of one session (multi-agent delivery rules hang off this). */
+  observe(sessionId: string, observer: RunObserver): () => void {
+    let set = this.observers.get(sessionId);
+    if (!set) this.observers.set(sessionId, (set = new Set()));
+    set.add(observer);
+    return () => {
+      set!.delete(observer);
+      if (set!.size === 0) this.observers.delete(sessionId);
+    };
+  }
+
+  /** After a restart: no run survives, dangling tool calls get placeholders, waiting inbox items run. */
+  async recover(): Promise<void> {
+    const { store, ids } = this.deps;
+    for (const session of await store.listSessions({ status: "running" })) {
+      await closeDanglingToolCalls(store, session.id, ids);
+      await store.updateSession(session.id, { status: "idle" });
+    }
+    for (const id of await store.sessionsWithInbox()) {
+      const session = await store.getSession(id);
+      if (session && session.status === "idle" && !this.live.get(id)?.run) this.startRun(id, {});
+    }
+  }
+
+  /** Stops every run and disposes every session's resources (server shutdown). */
+  async shutdown(): Promise<void> {
+    const runs = [...this.live.values()].map((live) => {
+      live.run?.controller.abort(new VeilError("CANCELLED", "server shutting down"));
+      return live.run?.done;
+    });
+    await Promise.allSettled(runs);
+    await Promise.allSettled([...this.live.values()].map((live) => live.resources.dispose()));
+    this.live.clear();
+  }
+
+  sessionResources(id: string): Resources {
+    return this.liveFor(id).resources;
+  }
+
+  private liveFor(id: string): LiveSession {
+    let live = this.live.get(id);
+    if (!live) {
+      live = { resources: new Resources(), run: null, pending: new Map(), consumed: [], closing: false };
+      this.live.set(id, live);
+    }
+    return live;
+  }
+
+  private async setStatus(id: string, status: SessionStatus, reason: string): Promise<SessionRow> {
+    const row = await this.deps.store.updateSession(id, { status });
+    this.deps.bus.publish(id, { type: "session.state", status, reason });
+    return row;
+  }
+
+  /** Starts a run synchronously-registered, so a concurrent send sees it and queues. */
+  private startRun(id: string, perCall: SendOptions): void {
+    const live = this.liveFor(id);
+    const controller = new AbortController();
+    const run: ActiveRun = { controller, stopRequest: null, done: undefined as unknown as Promise<RunResult> };
+    live.run = run;
+    run.done = this.executeRun(id, live, run, perCall).finally(() => {
+      if (live.run === run) live.run = null;
+    });
+    void run.done.then(async () => {
+      // A message that arrived after the run's last boundary starts the next run.
+      if (live.closing || live.run) return;
+      const session = await this.deps.store.getSession(id);
+      if (session?.status !== "idle") return;
+      const inbox = await this.deps.store.listInbox(id);
+      if (inbox.length > 0 && !live.run) this.startRun(id, {});
+    });
+  }
+
+  private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
+    const { store, bus, clock, ids, log, config } = this.deps;
+    let result: RunResult;
+    try {
+      const session = await this.get(id);
+      const agent = this.deps.agents()[session.agent];
+      if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
+      await this.setStatus(id, "running", "run started");
+      const modelKey = pickModelKey({ perCall: perCall.model, session: session.model, agent: agent.model, settings: config.settings });
+      const model = modelInfo(modelKey, config.models);
+      const custom = await this.deps.customTools.discover(agent);
+      const toolset = await SessionToolset.create({ builtins: this.deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
+      const history = rowsToMessages(await store.listMessages(id));
+      const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), now: new Date(clock.now()) });
+      const services: ToolServices = { ...this.deps.services, toolset };
+      const observers = () => [...(this.observers.get(id) ?? [])];
+      const makeContext = (call: { id: string; name: string }, signal: AbortSignal): ToolContext => ({
+        sessionId: id,
+        agent,
+        mode: session.mode,
+        workspace: config.paths.workspace,
+        config,
+        settings: config.settings,
+        modelKey,
+        model,
+        toolCallId: call.id,
+        store,
+        bus,
+        clock,
+        ids,
+        signal,
+        emitChunk: (chunk) => void bus.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
+        emit: (body) => void bus.publish(id, body),
+        session: live.resources,
+        runtime: this.deps.runtimeResources,
+        services,
+        log,
+      });
+      result = await runLoop(
+        {
+          sessionId: id,
+          modelKey,
+          reasoning: perCall.reasoning ?? session.reasoning ?? agent.reasoning ?? null,
+          systemPrompt,
+          history,
+          toolset,
+          usageBefore: session.token_usage ?? ZERO_USAGE,
+          maxOutputTokens: model.max_output_tokens,
+          budget: async () => {
+            const fresh = await store.getSession(id);
+            return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
+          },
+        },
+        {
+          llm: this.deps.llm,
+          store,
+          bus,
+          clock,
+          ids,
+          log,
+          signal: run.controller.signal,
+          makeContext,
+          stopRequested: () => run.stopRequest,
+          hasInbox: () => live.pending.size > 0,
+          drainInbox: () => this.drain(id, live),
+          hooks: {
+            onDrained: (rows) => observers().forEach((o) => o.onDrained?.(rows)),
+            onAssistant: (row, info) => observers().forEach((o) => o.onAssistant?.(row, info)),
+          },
+        },
+      );
+    } catch (error) {
+      const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
+      if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
+      // Messages still waiting would never be answered by this run: consume them so history shows them.
+      await this.drain(id, live).catch(() => []);
+      result = { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code, message: (error as Error).message } };
+    }
+    await this.finishRun(id, live, run, result);
+    return result;
+  }
+
+  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult): Promise<void> {
+    const { store, bus, log } = this.deps;
+    try {
+      const session = await store.getSession(id);
+      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason);
+    } catch (error) {
+      log.warn("could not set session idle", { sessionId: id, error: String(error) });
+    }
+    if (run.controller.signal.aborted) await closeDanglingToolCalls(store, id, this.deps.ids).catch(() => 0);
+    bus.publish(id, {
+      type: "chat.done",
+      content: result.content,
+      finishReason: result.finishReason,
+      stopReason: result.stopReason,
+      tokenUsage: result.usage,
+      messageId: result.messageId,
+      ...(result.error ? { error: result.error } : {}),
+    });
+    for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
+    const waiters = live.consumed.splice(0);
+    for (const resolve of waiters) resolve(result);
+  }
+
+  /** Moves this session's inbox into the history, in arrival order, exactly once. */
+  private async drain(id: string, live: LiveSession): Promise<MessageRow[]> {
+    const items = await this.deps.store.listInbox(id);
+    if (items.length === 0) return [];
+    const rows = await this.deps.store.deliverInbox(
+      id,
+      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: item.meta } })),
+    );
+    for (const row of rows) {
+      const waiter = live.pending.get(row.id);
+      if (waiter) {
+        live.pending.delete(row.id);
+        live.consumed.push(waiter.resolve);
+      }
+      this.deps.bus.publish(id, { type: "chat.message", role: "user", id: row.id, session_id: id, content: row.content, created_at: row.created_at });
+    }
+    return rows;
+  }
+}

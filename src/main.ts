@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+import { parseCommand, UsageError } from "./cli/args.js";
+import type { CliIo } from "./cli/run.js";
+import { isVeilError } from "./errors.js";
+
+const io: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  env: process.env,
+};
+
+async function main(): Promise<number> {
+  const command = parseCommand(process.argv.slice(2), process.cwd());
+  switch (command.kind) {
+    case "help":
+      io.stdout(command.text);
+      return 0;
+    case "version": {
+      const { VERSION } = await import("./version.js");
+      io.stdout(`${VERSION}\n`);
+      return 0;
+    }
+    case "serve":
+      return (await import("./cli/serve.js")).serveCommand(command, io);
+    case "run":
+      return (await import("./cli/run.js")).runOnce(command, io);
+    case "agents":
+      return (await import("./cli/listings.js")).agentsCommand(command, io);
+    case "tools":
+      return (await import("./cli/listings.js")).toolsCommand(command, io);
+    case "sessions":
+      return (await import("./cli/listings.js")).sessionsCommand(command, io);
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) io.stderr(`${error.message}\n`);
+    else if (isVeilError(error)) io.stderr(`error: ${error.code}: ${error.message}\n`);
+    else io.stderr(`error: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exitCode = error instanceof UsageError ? 64 : 1;
+  },
+);

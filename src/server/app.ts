@@ -1,0 +1,60 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { VERSION } from "../version.js";
+import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js";
+import type { AppEnv, RouteModule, ServerState } from "./context.js";
+import { apiError, errorResponse } from "./errors.js";
+import { agentRoutes } from "./routes/agents.js";
+import { sessionEvents, sessionRoutes } from "./routes/sessions.js";
+import { extraRouteModules } from "./routes/index.js";
+
+/** Paths reachable without the bearer secret. */
+const PUBLIC_PATHS = new Set(["/health"]);
+
+/**
+ * Builds the HTTP app. It does not listen (see listen.ts), so tests can drive it
+ * in process with app.request() as well as over a real port.
+ */
+export function createApp(state: ServerState, modules: readonly RouteModule[] = extraRouteModules): Hono<AppEnv> {
+  const { runtime } = state;
+  const app = new Hono<AppEnv>();
+
+  app.onError((error, c) => errorResponse(c, error, runtime.log));
+  app.notFound((c) => apiError(c, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`));
+
+  app.use("*", async (c, next) => {
+    if (!hostAllowed(c.req.header("host"), state.allowedHosts)) return apiError(c, "FORBIDDEN", "Host header does not name this server");
+    if (!originAllowed(c.req.header("origin"), state.allowedHosts)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
+    c.set("authenticated", tokenMatches(bearerToken(c.req.header("authorization")), state.secret));
+    if (!PUBLIC_PATHS.has(c.req.path) && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
+      return apiError(c, "UNAUTHORIZED", "missing or wrong bearer token (Authorization: Bearer <secret>)");
+    }
+    return next();
+  });
+
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: runtime.config.settings.limits.maxBodyBytes,
+      onError: (c) => apiError(c, "PAYLOAD_TOO_LARGE", `request body exceeds ${runtime.config.settings.limits.maxBodyBytes} bytes`),
+    }),
+  );
+
+  app.get("/health", (c) => c.json({ ok: true, version: VERSION }));
+  app.get("/events", (c) => sessionEvents(c.req.raw, state, c.req.query("session") || undefined));
+
+  agentRoutes(app, state);
+  sessionRoutes(app, state);
+  for (const register of modules) register(app, state);
+  return app;
+}
+
+/** Streams that a browser opens with EventSource may carry a short-lived token instead (see remote methods). */
+function isTokenAuthenticated(request: Request, state: ServerState): boolean {
+  const verify = state.runtime.services.verifyStreamToken as ((token: string, path: string) => boolean) | undefined;
+  if (!verify || request.method !== "GET") return false;
+  const url = new URL(request.url);
+  const token = url.searchParams.get("token");
+  return token ? verify(token, url.pathname) : false;
+}
+

@@ -1,0 +1,51 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+
+/**
+ * Compares a presented bearer token with the secret in constant time. Both are
+ * hashed first so tokens of any length compare without throwing or leaking length.
+ */
+export function tokenMatches(presented: string | undefined, secret: string): boolean {
+  if (!presented) return false;
+  const a = createHash("sha256").update(presented).digest();
+  const b = createHash("sha256").update(secret).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+  return match?.[1]?.trim();
+}
+
+/**
+ * DNS-rebinding guard: a request must name this server in Host (and Origin, when
+ * a browser sends one). Loopback names are accepted for loopback binds.
+ */
+export function allowedHosts(host: string, port: number, extra: readonly string[] = []): Set<string> {
+  const names = new Set<string>([host, ...extra]);
+  if (host === "127.0.0.1" || host === "localhost" || host === "::1" || host === "0.0.0.0" || host === "::") {
+    for (const name of ["127.0.0.1", "localhost", "[::1]"]) names.add(name);
+  }
+  const out = new Set<string>();
+  for (const name of names) {
+    const bracketed = name.includes(":") && !name.startsWith("[") ? `[${name}]` : name;
+    out.add(bracketed.toLowerCase());
+    out.add(`${bracketed}:${port}`.toLowerCase());
+  }
+  return out;
+}
+
+export function hostAllowed(hostHeader: string | undefined, allowed: Set<string>): boolean {
+  if (!hostHeader) return false;
+  return allowed.has(hostHeader.toLowerCase());
+}
+
+export function originAllowed(origin: string | undefined, allowed: Set<string>): boolean {
+  if (!origin || origin === "null") return origin === undefined;
+  try {
+    const url = new URL(origin);
+    return allowed.has(url.host.toLowerCase());
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,38 @@
+import type { Hono } from "hono";
+import type { AgentConfig } from "../../config/types.js";
+import { VeilError } from "../../errors.js";
+import { describeTools } from "../../tools/catalog.js";
+import type { AppEnv, ServerState } from "../context.js";
+
+export function publicAgent(agent: AgentConfig) {
+  return {
+    name: agent.name,
+    description: agent.description,
+    model: agent.model ?? null,
+    source: agent.source,
+    folder: agent.agentFolder,
+    reasoning: agent.reasoning ?? null,
+    budget: agent.budget,
+    modes: agent.modes,
+  };
+}
+
+export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
+  const { runtime } = state;
+
+  app.get("/agents", (c) => c.json({ agents: Object.values(runtime.agents()).map(publicAgent) }));
+
+  app.get("/agents/:name", (c) => {
+    const agent = runtime.agents()[c.req.param("name")];
+    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${c.req.param("name")}"`);
+    return c.json(publicAgent(agent));
+  });
+
+  app.get("/tools", async (c) => {
+    const name = c.req.query("agent") ?? "default";
+    const agent = runtime.agents()[name];
+    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
+    const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
+    return c.json({ agent: name, ...listing });
+  });
+}

@@ -1,0 +1,185 @@
+import { Type, type Static } from "@sinclair/typebox";
+import type { Hono } from "hono";
+import { VeilError } from "../../errors.js";
+import type { RunResult } from "../../core/loop.js";
+import type { SessionRow } from "../../store/store.js";
+import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
+import { jsonBody } from "../body.js";
+import type { AppEnv, ServerState } from "../context.js";
+import { errorResponse } from "../errors.js";
+import { sseResponse } from "../sse.js";
+
+const CreateBody = Type.Object(
+  {
+    agent: Type.Optional(Type.String({ minLength: 1 })),
+    mode: Type.Optional(Type.String({ minLength: 1 })),
+    model: Type.Optional(Type.String({ minLength: 1 })),
+    reasoning: Type.Optional(ReasoningSchema),
+    budget_override: Type.Optional(BudgetSchema),
+  },
+  { additionalProperties: false },
+);
+
+const ChatBody = Type.Object(
+  {
+    message: Type.String({ minLength: 1 }),
+    model: Type.Optional(Type.String({ minLength: 1 })),
+    reasoning: Type.Optional(ReasoningSchema),
+    stream: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+/** The public row (CONTRACT §5) plus the extra fields clients find useful. */
+export function publicSession(row: SessionRow) {
+  return {
+    id: row.id,
+    agent: row.agent,
+    mode: row.mode,
+    status: row.status,
+    parent_session_id: row.parent_session_id,
+    spawn_depth: row.spawn_depth,
+    instance_name: row.instance_name,
+    model: row.model,
+    reasoning: row.reasoning,
+    budget_override: row.budget_override,
+    context_size: row.context_size,
+    token_usage: row.token_usage,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function chatReply(result: RunResult) {
+  return {
+    content: result.content,
+    finishReason: result.finishReason,
+    stopReason: result.stopReason,
+    tokenUsage: result.usage,
+    messageId: result.messageId,
+  };
+}
+
+export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
+  const { runtime } = state;
+  const sessions = runtime.sessions;
+
+  app.post("/sessions", async (c) => {
+    const body = await jsonBody<Static<typeof CreateBody>>(c, CreateBody);
+    const row = await sessions.create({
+      agent: body.agent ?? "default",
+      mode: body.mode,
+      model: body.model,
+      reasoning: body.reasoning,
+      budget_override: body.budget_override,
+    });
+    return c.json(publicSession(row), 201);
+  });
+
+  app.get("/sessions", async (c) => {
+    const status = c.req.query("status");
+    const parent = c.req.query("parent");
+    if (status && !["idle", "running", "suspended", "closed"].includes(status)) throw new VeilError("VALIDATION_ERROR", `unknown status "${status}"`);
+    const rows = await runtime.store.listSessions({ status: status as SessionRow["status"] | undefined, parentSessionId: parent });
+    return c.json({ sessions: rows.map(publicSession) });
+  });
+
+  app.get("/sessions/:id", async (c) => c.json(publicSession(await sessions.get(c.req.param("id")))));
+
+  app.delete("/sessions/:id", async (c) => c.json(publicSession(await sessions.close(c.req.param("id")))));
+
+  app.get("/sessions/:id/messages", async (c) => {
+    const id = c.req.param("id");
+    await sessions.get(id);
+    const after = Number(c.req.query("after") ?? 0);
+    const limit = c.req.query("limit") ? Number(c.req.query("limit")) : undefined;
+    if (!Number.isInteger(after) || after < 0 || (limit !== undefined && (!Number.isInteger(limit) || limit < 1))) {
+      throw new VeilError("VALIDATION_ERROR", "after and limit must be non-negative integers");
+    }
+    return c.json({ messages: await runtime.store.listMessages(id, { afterSeq: after, limit }) });
+  });
+
+  app.get("/sessions/:id/todos", async (c) => {
+    const id = c.req.param("id");
+    await sessions.get(id);
+    return c.json({ todos: await runtime.store.getTodos(id) });
+  });
+
+  app.post("/sessions/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    const cancelled = await sessions.cancel(id);
+    return c.json({ ok: true, cancelled, session: publicSession(await sessions.get(id)) });
+  });
+  app.post("/sessions/:id/suspend", async (c) => c.json({ ok: true, session: publicSession(await sessions.suspend(c.req.param("id"))) }));
+  app.post("/sessions/:id/resume", async (c) => c.json({ ok: true, session: publicSession(await sessions.resume(c.req.param("id"))) }));
+
+  app.post("/sessions/:id/chat", async (c) => {
+    const id = c.req.param("id");
+    const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
+    const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
+    await sessions.get(id);
+    if (wantsStream) {
+      // Subscribe before sending so no event of the turn is missed.
+      let settle!: () => void;
+      const ended = new Promise<void>((resolve) => (settle = resolve));
+      const response = sseResponse({
+        bus: runtime.bus,
+        filter: { sessionId: id },
+        idField: "seq",
+        signal: c.req.raw.signal,
+        heartbeatMs: state.heartbeatMs,
+        until: ended,
+      });
+      try {
+        const receipt = await sessions.send(id, body.message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+        // Its run's chat.done was published before the result settles, so the stream has it.
+        receipt.result.then(settle, settle);
+      } catch (error) {
+        settle();
+        return errorResponse(c, error, runtime.log);
+      }
+      return response;
+    }
+    const receipt = await sessions.send(id, body.message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+    const result = await receipt.result;
+    if (result.stopReason === "error" && result.error) {
+      const code = (result.error.code in statusOfRunError ? result.error.code : "LLM_ERROR") as keyof typeof statusOfRunError;
+      return c.json({ error: { code: result.error.code, message: result.error.message }, ...chatReply(result) }, statusOfRunError[code]);
+    }
+    return c.json(chatReply(result));
+  });
+
+  app.get("/sessions/:id/events", async (c) => {
+    const id = c.req.param("id");
+    await sessions.get(id);
+    return sessionEvents(c.req.raw, state, id);
+  });
+}
+
+const statusOfRunError = {
+  LLM_ERROR: 502,
+  PROVIDER_ERROR: 502,
+  RATE_LIMITED: 502,
+  TIMEOUT: 504,
+  UNAUTHORIZED: 502,
+  MODEL_NOT_FOUND: 502,
+  VALIDATION_ERROR: 502,
+  CONFIG_ERROR: 500,
+  AGENT_NOT_FOUND: 404,
+  INTERNAL_ERROR: 500,
+  CANCELLED: 409,
+} as const;
+
+export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined): Response {
+  const url = new URL(request.url);
+  const raw = request.headers.get("last-event-id") ?? url.searchParams.get("lastEventId") ?? undefined;
+  const lastEventId = raw !== undefined && raw !== null && /^\d+$/.test(raw) ? Number(raw) : undefined;
+  return sseResponse({
+    bus: state.runtime.bus,
+    filter: sessionId ? { sessionId } : {},
+    idField: sessionId ? "seq" : "gseq",
+    lastEventId,
+    signal: request.signal,
+    heartbeatMs: state.heartbeatMs,
+  });
+}

@@ -1,0 +1,25 @@
+import { Type } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+
+const Params = Type.Object(
+  {
+    message: Type.String({ description: "Log message", minLength: 1 }),
+    level: Type.Optional(Type.Union([Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], { description: 'Severity: "info" (default), "warn" or "error"' })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "Optional structured data" })),
+  },
+  { additionalProperties: false },
+);
+
+/** Progress log: recorded in the audit table and the server log, echoed back to the model. */
+export const logWrite = defineTool({
+  name: "log_write",
+  description: "Write a progress log entry. Useful to document milestones; the message is echoed back as the result.",
+  params: Params,
+  readOnly: true,
+  async execute(input, ctx) {
+    const level = input.level ?? "info";
+    ctx.log[level](input.message, { sessionId: ctx.sessionId, source: "log_write", ...(input.metadata ? { metadata: input.metadata } : {}) });
+    await ctx.store.addAudit({ session_id: ctx.sessionId, kind: "log_write", data: { level, message: input.message, metadata: input.metadata ?? null } });
+    return { output: input.message, details: { level } };
+  },
+});

@@ -1,0 +1,160 @@
+import type { AgentConfig } from "../config/types.js";
+import { isToolAllowed, modeConfig, permissionMessage } from "../core/permissions.js";
+import type { LlmToolSpec } from "../llm/types.js";
+import type { Store } from "../store/store.js";
+import type { Logger, RegisteredTool } from "./types.js";
+
+/** Where custom tools come from (the folder loader; MCP servers later). */
+export interface CustomToolSource {
+  /** Custom tools visible to an agent, already resolved across tiers (agent > project > global). */
+  discover(agent: AgentConfig): Promise<RegisteredTool[]>;
+  /** Folders skipped in the last discovery for this agent, with the file at fault and why. */
+  broken?(agent: AgentConfig): BrokenToolFolder[];
+}
+
+export interface BrokenToolFolder {
+  scope: "agent" | "project" | "global";
+  folder: string;
+  file: string;
+  reason: string;
+}
+
+export type ToolResolution = { ok: true; tool: RegisteredTool } | { ok: false; code: "TOOL_NOT_FOUND" | "PERMISSION_DENIED"; message: string };
+
+export type ActivationResult = { ok: true; name: string; already: boolean } | { ok: false; code: "TOOL_NOT_FOUND" | "PERMISSION_DENIED"; message: string };
+
+const ACTIVATED_KEY = "activatedTools";
+
+/**
+ * The tools of one session: built-ins (tier 1), every custom tool visible to the
+ * agent (tier 2 summary), and the activated ones (in tools[]). Permissions are
+ * checked when building tools[], at activation and at every call.
+ */
+export class SessionToolset {
+  private readonly activated = new Set<string>();
+  private specCache: LlmToolSpec[] | null = null;
+
+  private constructor(
+    private readonly builtins: ReadonlyMap<string, RegisteredTool>,
+    private readonly custom: ReadonlyMap<string, RegisteredTool>,
+    private readonly agent: AgentConfig,
+    private readonly mode: string,
+    private readonly sessionId: string,
+    private readonly store: Store,
+  ) {}
+
+  static async create(options: {
+    builtins: readonly RegisteredTool[];
+    custom: readonly RegisteredTool[];
+    agent: AgentConfig;
+    mode: string;
+    sessionId: string;
+    store: Store;
+    log: Logger;
+  }): Promise<SessionToolset> {
+    const builtins = new Map(options.builtins.map((t) => [t.name, t]));
+    const custom = new Map<string, RegisteredTool>();
+    for (const tool of options.custom) if (!builtins.has(tool.name)) custom.set(tool.name, tool);
+    const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store);
+    const mode = modeConfig(options.agent, options.mode);
+    for (const name of mode.preActivatedTools) {
+      if (builtins.has(name)) {
+        options.log.info(`preActivatedTools: "${name}" is a built-in tool, already in tools[]; the entry has no effect`, { agent: options.agent.name });
+      } else if (!custom.has(name)) {
+        options.log.warn(`preActivatedTools: no custom tool named "${name}"; skipped`, { agent: options.agent.name });
+      } else if (!isToolAllowed(mode, name)) {
+        options.log.warn(`preActivatedTools: ${permissionMessage(options.agent, options.mode, name)}; skipped`, { agent: options.agent.name });
+      } else {
+        set.activated.add(name);
+      }
+    }
+    const persisted = (await options.store.getSessionMeta<string[]>(options.sessionId, ACTIVATED_KEY)) ?? [];
+    for (const name of persisted) if (custom.has(name) && isToolAllowed(mode, name)) set.activated.add(name);
+    return set;
+  }
+
+  private allowed(name: string): boolean {
+    return isToolAllowed(modeConfig(this.agent, this.mode), name);
+  }
+
+  /** tools[] for the next model call. */
+  specs(): LlmToolSpec[] {
+    if (this.specCache) return this.specCache;
+    const specs: LlmToolSpec[] = [];
+    for (const tool of this.builtins.values()) if (this.allowed(tool.name)) specs.push(toSpec(tool));
+    for (const name of this.activated) {
+      const tool = this.custom.get(name);
+      if (tool && this.allowed(name)) specs.push(toSpec(tool));
+    }
+    this.specCache = specs;
+    return specs;
+  }
+
+  /** Tier 2: one line per custom tool the agent may use and has not activated. */
+  summary(): string {
+    const lines: string[] = [];
+    for (const tool of this.custom.values()) {
+      if (this.activated.has(tool.name) || !this.allowed(tool.name)) continue;
+      lines.push(`- ${tool.name}: ${firstLine(tool.description)}`);
+    }
+    if (lines.length === 0) return "";
+    return [
+      "## Custom tools",
+      "These tools exist but are not loaded. Call tool_search to read a tool's schema, then tool_activate to make it callable on your next step.",
+      ...lines,
+    ].join("\n");
+  }
+
+  resolve(name: string): ToolResolution {
+    const tool = this.builtins.get(name) ?? this.custom.get(name);
+    if (!tool) return { ok: false, code: "TOOL_NOT_FOUND", message: `no tool named "${name}"` };
+    if (!this.allowed(name)) return { ok: false, code: "PERMISSION_DENIED", message: permissionMessage(this.agent, this.mode, name) };
+    if (tool.tier === "custom" && !this.activated.has(name)) {
+      return { ok: false, code: "TOOL_NOT_FOUND", message: `custom tool "${name}" is not active; call tool_activate({ name: "${name}" }) first` };
+    }
+    return { ok: true, tool };
+  }
+
+  /** Every tool this session could see (for tool_search), permission-filtered. */
+  searchable(): RegisteredTool[] {
+    return [...this.builtins.values(), ...this.custom.values()].filter((t) => this.allowed(t.name));
+  }
+
+  /**
+   * Deviation from the manual (documented in the README): a tool the mode does
+   * not allow answers PERMISSION_DENIED instead of a false `{ activated }`.
+   */
+  async activate(name: string): Promise<ActivationResult> {
+    if (this.builtins.has(name)) return { ok: true, name, already: true };
+    if (!this.custom.has(name)) return { ok: false, code: "TOOL_NOT_FOUND", message: `no custom tool named "${name}"; use tool_search to find one` };
+    if (!this.allowed(name)) return { ok: false, code: "PERMISSION_DENIED", message: permissionMessage(this.agent, this.mode, name) };
+    const already = this.activated.has(name);
+    if (!already) {
+      this.activated.add(name);
+      this.specCache = null;
+      await this.store.setSessionMeta(this.sessionId, ACTIVATED_KEY, [...this.activated]);
+    }
+    return { ok: true, name, already };
+  }
+
+  isActivated(name: string): boolean {
+    return this.activated.has(name);
+  }
+
+  customTools(): RegisteredTool[] {
+    return [...this.custom.values()];
+  }
+
+  builtinTools(): RegisteredTool[] {
+    return [...this.builtins.values()];
+  }
+}
+
+function toSpec(tool: RegisteredTool): LlmToolSpec {
+  return { name: tool.name, description: tool.description, parameters: tool.inputSchema };
+}
+
+function firstLine(text: string): string {
+  const line = text.split("\n", 1)[0]?.trim() ?? "";
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}

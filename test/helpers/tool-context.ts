@@ -1,0 +1,131 @@
+import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../../src/config/types.js";
+import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../../src/config/defaults.js";
+import { systemClock, type Clock } from "../../src/core/clock.js";
+import { randomIds } from "../../src/core/ids.js";
+import { InProcessEventBus } from "../../src/core/memory-bus.js";
+import type { VeilEvent } from "../../src/core/events.js";
+import { Resources } from "../../src/core/resources.js";
+import { memoryLogger } from "../../src/core/logger.js";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { RegisteredTool, ToolContext, ToolOutcome, ToolServices } from "../../src/tools/types.js";
+import { formatThrown } from "../../src/tools/format.js";
+import { tmpWorkspace, type TempWorkspace } from "./workspace.js";
+
+export interface ToolHarness {
+  ws: TempWorkspace;
+  store: SqliteStore;
+  bus: InProcessEventBus;
+  events: VeilEvent[];
+  sessionId: string;
+  sessionResources: Resources;
+  runtimeResources: Resources;
+  /** A ToolContext for one call (fresh toolCallId and signal each time). */
+  context(overrides?: Partial<ToolContext>): ToolContext;
+  /**
+   * Validates like the loop does, runs the tool, and renders errors the way the
+   * model sees them. Returns the outcome normalised to { output, ... }.
+   */
+  call(tool: RegisteredTool, input: Record<string, unknown>, overrides?: Partial<ToolContext>): Promise<ToolOutcome & { success: boolean }>;
+  /** Disposes session resources (as a session close would), the store and the workspace. */
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  files?: Record<string, string | Buffer>;
+  settings?: Partial<Settings>;
+  agent?: Partial<AgentConfig>;
+  model?: Partial<ModelInfo>;
+  modelKey?: string;
+  clock?: Clock;
+  services?: ToolServices;
+}
+
+/** Real temp workspace, real SQLite file, real bus: everything a built-in tool touches. */
+export async function createToolHarness(options: HarnessOptions = {}): Promise<ToolHarness> {
+  const ws = tmpWorkspace({ files: options.files });
+  const projectDir = join(ws.root, ".veil");
+  mkdirSync(projectDir, { recursive: true });
+  const store = SqliteStore.open(join(projectDir, "veil.db"));
+  const bus = new InProcessEventBus();
+  const events: VeilEvent[] = [];
+  bus.subscribe({}, (e) => events.push(e));
+  const settings: Settings = { ...defaultSettings(), ...options.settings } as Settings;
+  const agent: AgentConfig = { ...builtinDefaultAgent(), ...options.agent } as AgentConfig;
+  const model: ModelInfo = { ...defaultModelInfo(), ...options.model };
+  const config: VeilConfig = {
+    paths: {
+      workspace: ws.root,
+      projectDir,
+      homeDir: join(ws.root, ".veil-home"),
+      dbPath: join(projectDir, "veil.db"),
+      secretPath: join(projectDir, "secret"),
+      memoryDir: join(projectDir, "memory"),
+    },
+    settings,
+    models: {},
+    agents: { [agent.name]: agent },
+    env: {},
+  };
+  const session = await store.createSession({ id: randomIds.next("sess"), agent: agent.name, mode: "chat" });
+  const sessionResources = new Resources();
+  const runtimeResources = new Resources();
+  const log = memoryLogger();
+  const clock = options.clock ?? systemClock;
+
+  const context = (overrides: Partial<ToolContext> = {}): ToolContext => {
+    const toolCallId = randomIds.next("call");
+    const base: ToolContext = {
+      sessionId: session.id,
+      agent,
+      mode: "chat",
+      workspace: ws.root,
+      config,
+      settings,
+      modelKey: options.modelKey ?? "test/model",
+      model,
+      toolCallId,
+      store,
+      bus,
+      clock,
+      ids: randomIds,
+      signal: new AbortController().signal,
+      emitChunk: (chunk) => void bus.publish(session.id, { type: "tool.chunk", toolName: "test", toolCallId, chunk }),
+      emit: (body) => void bus.publish(session.id, body),
+      session: sessionResources,
+      runtime: runtimeResources,
+      services: options.services ?? {},
+      log,
+    };
+    return { ...base, ...overrides };
+  };
+
+  return {
+    ws,
+    store,
+    bus,
+    events,
+    sessionId: session.id,
+    sessionResources,
+    runtimeResources,
+    context,
+    async call(tool, input, overrides) {
+      const problem = tool.validate(input);
+      if (problem) return { output: `Error: VALIDATION_ERROR — ${problem}`, success: false };
+      try {
+        const result = await tool.execute(input, context(overrides));
+        const outcome: ToolOutcome = typeof result === "string" ? { output: result } : result;
+        return { ...outcome, success: !outcome.isError };
+      } catch (error) {
+        return { output: formatThrown(error).text, success: false };
+      }
+    },
+    async close() {
+      await sessionResources.dispose();
+      await runtimeResources.dispose();
+      await store.close();
+      ws.cleanup();
+    },
+  };
+}
