@@ -16,6 +16,7 @@ import { builtinTools } from "./tools/builtin/index.js";
 import type { CustomToolSource } from "./tools/registry.js";
 import type { Logger, RegisteredTool, ToolServices } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
+import { FEATURES } from "./features.js";
 
 export interface RuntimeOptions {
   workspace: string;
@@ -102,5 +103,6 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       await store.close();
     },
   };
+  for (const install of FEATURES) await install(runtime);
   return runtime;
 }

@@ -1,0 +1,70 @@
+import { defaultModelInfo } from "../config/defaults.js";
+import type { ModelInfo, Settings } from "../config/types.js";
+import { VeilError } from "../errors.js";
+import type { ResolvedModel } from "./types.js";
+
+type ProviderSettings = Pick<Settings, "providers" | "defaultProvider">;
+
+/**
+ * A model key → provider + wire model id (CONTRACT §3). `P/rest` whose first segment names a
+ * configured provider goes to `P` as `rest`; any other key goes to `defaultProvider`
+ * unchanged (with a single configured provider, that one is the default).
+ *
+ * @example resolveModelKey("local/qwen3:8b", settings) // { providerName: "local", modelId: "qwen3:8b", … }
+ */
+export function resolveModelKey(key: string, settings: ProviderSettings): ResolvedModel {
+  const providers = settings.providers ?? {};
+  const trimmed = key.trim();
+  if (!trimmed) throw new VeilError("MODEL_NOT_FOUND", "empty model key");
+  const slash = trimmed.indexOf("/");
+  if (slash > 0) {
+    const head = trimmed.slice(0, slash);
+    const rest = trimmed.slice(slash + 1);
+    const provider = Object.hasOwn(providers, head) ? providers[head] : undefined;
+    if (provider && rest) return { key: trimmed, providerName: head, provider, modelId: rest };
+  }
+  const names = Object.keys(providers);
+  const fallbackName = settings.defaultProvider ?? (names.length === 1 ? names[0] : undefined);
+  if (!fallbackName) {
+    const known = names.length > 0 ? `configured providers: ${names.join(", ")}` : "no providers are configured";
+    throw new VeilError(
+      "CONFIG_ERROR",
+      `model "${trimmed}": its first segment names no configured provider and no defaultProvider is set (${known}); add a provider to "providers" in .veil/settings.json or set VEIL_BASE_URL`,
+      { details: { model: trimmed } },
+    );
+  }
+  const provider = Object.hasOwn(providers, fallbackName) ? providers[fallbackName] : undefined;
+  if (!provider) {
+    throw new VeilError(
+      "CONFIG_ERROR",
+      `model "${trimmed}": defaultProvider "${fallbackName}" is not in "providers" (configured: ${names.join(", ") || "none"})`,
+      { details: { model: trimmed, provider: fallbackName } },
+    );
+  }
+  return { key: trimmed, providerName: fallbackName, provider, modelId: trimmed };
+}
+
+/** Resolution order of the model for a turn: per-call > session > agent > settings. */
+export function pickModelKey(sources: {
+  perCall?: string | null;
+  session?: string | null;
+  agent?: string | null;
+  settings: Pick<Settings, "defaultModel">;
+}): string {
+  for (const candidate of [sources.perCall, sources.session, sources.agent, sources.settings.defaultModel]) {
+    if (typeof candidate === "string" && candidate.trim()) return candidate.trim();
+  }
+  throw new VeilError("CONFIG_ERROR", "no model configured: set defaultModel in .veil/settings.json or VEIL_MODEL");
+}
+
+/** [key, ...the model's own fallbacks, ...settings.fallbackModels], without repeats. */
+export function fallbackChain(key: string, settings: Pick<Settings, "fallbackModels">, models: Record<string, ModelInfo>): string[] {
+  const own = Object.hasOwn(models, key) ? (models[key]?.fallbacks ?? []) : [];
+  return [...new Set([key, ...own, ...(settings.fallbackModels ?? [])].filter((k) => typeof k === "string" && k.length > 0))];
+}
+
+/** The catalogue entry for a key, filled with defaults; text-only default for unknown keys. */
+export function modelInfo(key: string, models: Record<string, ModelInfo>): ModelInfo {
+  const entry = Object.hasOwn(models, key) ? models[key] : undefined;
+  return { ...defaultModelInfo(), ...entry };
+}

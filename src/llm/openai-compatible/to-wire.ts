@@ -1,0 +1,126 @@
+import type { ContentPart, LlmMessage, LlmRequest, LlmToolSpec } from "../types.js";
+
+/** OpenAI chat-completions wire shapes (the subset we send). */
+export type WireContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } }
+  | { type: "input_audio"; input_audio: { data: string; format: string } };
+
+export interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export type WireMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string | WireContentPart[] }
+  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface WireTool {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export interface WireRequest {
+  model: string;
+  messages: WireMessage[];
+  stream: boolean;
+  stream_options?: { include_usage: boolean };
+  tools?: WireTool[];
+  reasoning_effort?: string;
+  max_tokens?: number;
+  temperature?: number;
+}
+
+/** Builds the request body for POST /chat/completions. */
+export function toWireRequest(request: LlmRequest, stream = true): WireRequest {
+  const body: WireRequest = { model: request.model, messages: toWireMessages(request.messages), stream };
+  if (stream) body.stream_options = { include_usage: true };
+  if (request.tools && request.tools.length > 0) body.tools = request.tools.map(toWireTool);
+  if (request.reasoning?.effort) body.reasoning_effort = request.reasoning.effort;
+  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  return body;
+}
+
+export function toWireTool(tool: LlmToolSpec): WireTool {
+  return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/**
+ * Maps engine-neutral messages to the wire. Tool results carry only text on the wire; their
+ * image/audio parts go into one user message placed after the run of consecutive tool
+ * messages (a user message between two tool results would break the tool_calls pairing).
+ */
+export function toWireMessages(messages: LlmMessage[]): WireMessage[] {
+  const out: WireMessage[] = [];
+  let pendingMedia: WireContentPart[] = [];
+  const flushMedia = () => {
+    if (pendingMedia.length === 0) return;
+    out.push({ role: "user", content: pendingMedia });
+    pendingMedia = [];
+  };
+  for (const message of messages) {
+    if (message.role !== "tool") flushMedia();
+    switch (message.role) {
+      case "system":
+        out.push({ role: "system", content: message.content });
+        break;
+      case "user":
+        out.push({ role: "user", content: typeof message.content === "string" ? message.content : message.content.map(toWirePart) });
+        break;
+      case "assistant": {
+        const wire: WireMessage = { role: "assistant", content: message.content };
+        if (message.toolCalls && message.toolCalls.length > 0) {
+          wire.tool_calls = message.toolCalls.map((call) => ({
+            id: call.id,
+            type: "function",
+            function: { name: call.name, arguments: call.arguments },
+          }));
+        }
+        out.push(wire);
+        break;
+      }
+      case "tool": {
+        if (typeof message.content === "string") {
+          out.push({ role: "tool", tool_call_id: message.toolCallId, content: message.content });
+          break;
+        }
+        const text = message.content.filter((p): p is Extract<ContentPart, { type: "text" }> => p.type === "text").map((p) => p.text).join("\n");
+        const media = message.content.filter((p) => p.type !== "text");
+        out.push({
+          role: "tool",
+          tool_call_id: message.toolCallId,
+          content: media.length > 0 ? `${text}${text ? "\n" : ""}[${media.length} attachment(s) follow in the next user message]` : text,
+        });
+        if (media.length > 0) {
+          pendingMedia.push({ type: "text", text: `Attachments from tool call ${message.toolCallId}:` }, ...media.map(toWirePart));
+        }
+        break;
+      }
+    }
+  }
+  flushMedia();
+  return out;
+}
+
+export function toWirePart(part: ContentPart): WireContentPart {
+  switch (part.type) {
+    case "text":
+      return { type: "text", text: part.text };
+    case "image":
+      return { type: "image_url", image_url: { url: part.url ?? `data:${part.mediaType};base64,${part.data ?? ""}` } };
+    case "audio":
+      return { type: "input_audio", input_audio: { data: part.data, format: audioFormat(part.mediaType) } };
+  }
+}
+
+/** "audio/mpeg" → "mp3", "audio/x-wav" → "wav", else the subtype. */
+export function audioFormat(mediaType: string): string {
+  const subtype = (mediaType.split("/")[1] ?? mediaType).toLowerCase().replace(/^x-/, "").split(";")[0]!;
+  if (subtype === "mpeg" || subtype === "mpeg3" || subtype === "mp3") return "mp3";
+  if (subtype === "wave" || subtype === "vnd.wave") return "wav";
+  return subtype;
+}

@@ -1,0 +1,68 @@
+import { Type, type Static } from "@sinclair/typebox";
+import type { Hono } from "hono";
+import { VeilError } from "../../errors.js";
+import { isRemoteMethodService, REMOTE_METHODS_SERVICE, type RemoteMethodService } from "../../core/remote-methods.js";
+import { isStreamTokens, STREAM_TOKENS_SERVICE, type StreamTokens } from "../../core/stream-tokens.js";
+import { jsonBody } from "../body.js";
+import type { AppEnv, ServerState } from "../context.js";
+import { parseLastEventId, sseResponse } from "../sse.js";
+
+const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) });
+const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
+
+/**
+ * The manual's Remote Method Execution endpoints:
+ * - `GET /remote-methods` (SSE): every pending method first (`method.pending`), then live
+ *   `method.pending` / `method.done` for all sessions.
+ * - `POST /remote-methods/:id/result` `{ result }` → `200 { ok: true, id }`, or
+ *   `409 { error: "not_found" }` when the id is unknown, already answered or timed out.
+ * - `GET /remote-methods/pending` → `{ pending: [ids] }`.
+ */
+export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
+  const { runtime } = state;
+  const service = (): RemoteMethodService => {
+    const value = runtime.services[REMOTE_METHODS_SERVICE];
+    if (!isRemoteMethodService(value)) throw new VeilError("INTERNAL_ERROR", "the remote-method service is not installed in this runtime");
+    return value;
+  };
+
+  app.get("/remote-methods", (c) => {
+    const methods = service();
+    return sseResponse({
+      bus: runtime.bus,
+      filter: { types: ["method.pending", "method.done"] },
+      idField: "gseq",
+      lastEventId: parseLastEventId(c.req.header("last-event-id"), c.req.query("lastEventId")),
+      signal: c.req.raw.signal,
+      heartbeatMs: state.heartbeatMs,
+      initial: () => methods.list().map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } })),
+    });
+  });
+
+  app.get("/remote-methods/pending", (c) => c.json({ pending: service().pendingIds() }));
+
+  app.post("/remote-methods/:id/result", async (c) => {
+    const id = c.req.param("id");
+    const body = await jsonBody<Static<typeof ResultBody>>(c, ResultBody);
+    const result = body.result === undefined ? null : body.result;
+    if (!service().resolve(id, result)) return c.json({ error: "not_found" }, 409);
+    return c.json({ ok: true, id });
+  });
+}
+
+/**
+ * `POST /stream-tokens` (bearer secret required) `{ path? }` → `201 { token, expiresAt, path? }`:
+ * a 60-second token a browser puts on an EventSource URL (`/remote-methods?token=…`,
+ * `/events?token=…`, `/sessions/:id/events?token=…`) instead of the secret. See core/stream-tokens.ts.
+ */
+export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
+  const { runtime } = state;
+  app.post("/stream-tokens", async (c) => {
+    // A stream token cannot mint another: only the bearer secret can.
+    if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", "minting a stream token needs Authorization: Bearer <secret>");
+    const tokens = runtime.services[STREAM_TOKENS_SERVICE] as StreamTokens | undefined;
+    if (!isStreamTokens(tokens)) throw new VeilError("INTERNAL_ERROR", "stream tokens are not installed in this runtime");
+    const body = await jsonBody<Static<typeof MintBody>>(c, MintBody);
+    return c.json(tokens.mint(body.path), 201);
+  });
+}

@@ -1,0 +1,178 @@
+import type Database from "better-sqlite3";
+import { VeilError } from "../../errors.js";
+
+/**
+ * One schema step. Versions are applied in ascending order, each exactly once, and are
+ * recorded in `schema_migrations`. Never edit a shipped migration: add a new one.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  /** SQL script, or a function for steps that need logic (data back-fills). */
+  up: string | ((db: Database.Database) => void);
+}
+
+/*
+ * Conventions: timestamps are ISO-8601 TEXT, JSON values are TEXT, booleans are 0/1.
+ * Only the core tables (messages, tool_calls, inbox) reference sessions; the per-session
+ * side tables (read markers, todos, wake-ups, meta) are keyed by session id without a
+ * foreign key so tools can keep facts for a session another store owns.
+ */
+const INITIAL_SCHEMA = `
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('idle', 'running', 'suspended', 'closed')),
+  parent_session_id TEXT,
+  spawn_depth INTEGER NOT NULL DEFAULT 0,
+  instance_name TEXT,
+  model TEXT,
+  reasoning TEXT,
+  budget_override TEXT,
+  objective TEXT,
+  success_criteria TEXT,
+  prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0,
+  total_tokens INTEGER NOT NULL DEFAULT 0,
+  cached_tokens INTEGER NOT NULL DEFAULT 0,
+  cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+  reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+  context_size INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX sessions_parent ON sessions (parent_session_id);
+CREATE INDEX sessions_status ON sessions (status);
+-- agent_spawn: an instance_name is unique under its parent (manual: VALIDATION_ERROR when reused).
+CREATE UNIQUE INDEX sessions_parent_instance ON sessions (parent_session_id, instance_name)
+  WHERE parent_session_id IS NOT NULL AND instance_name IS NOT NULL;
+
+CREATE TABLE messages (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+  content TEXT,
+  thinking TEXT,
+  tool_calls TEXT,
+  tool_call_id TEXT,
+  finish_reason TEXT,
+  token_usage TEXT,
+  meta TEXT,
+  created_at TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+
+CREATE TABLE tool_calls (
+  id TEXT NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  message_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'validating', 'executing', 'done', 'error', 'cancelled')),
+  output TEXT,
+  started_at TEXT,
+  ended_at TEXT,
+  PRIMARY KEY (session_id, id)
+);
+CREATE INDEX tool_calls_state ON tool_calls (session_id, state);
+
+CREATE TABLE inbox (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  content TEXT NOT NULL,
+  meta TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX inbox_session ON inbox (session_id);
+
+CREATE TABLE read_markers (
+  session_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  read_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, path)
+);
+
+CREATE TABLE todos (
+  session_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  content TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  PRIMARY KEY (session_id, position)
+);
+
+CREATE TABLE wakeups (
+  session_id TEXT PRIMARY KEY,
+  time TEXT NOT NULL,
+  interval_ms INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  loop INTEGER NOT NULL,
+  next_fire_at INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE session_meta (
+  session_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, key)
+);
+
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT,
+  kind TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX audit_session ON audit (session_id);
+CREATE INDEX audit_kind ON audit (kind);
+`;
+
+/** Ordered, append-only. */
+export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial schema", up: INITIAL_SCHEMA }];
+
+/**
+ * Brings the database up to the latest version inside one IMMEDIATE transaction, so two
+ * processes opening the same file at once apply each step exactly once. Returns the
+ * versions it applied (empty when the database was already current).
+ */
+export function applyMigrations(
+  db: Database.Database,
+  nowIso: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): number[] {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+  )`);
+  const ordered = [...migrations].sort((a, b) => a.version - b.version);
+  const latestKnown = ordered.at(-1)?.version ?? 0;
+  const run = db.transaction((): number[] => {
+    const rows = db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[];
+    const applied = new Set(rows.map((r) => r.version));
+    const newest = Math.max(0, ...applied);
+    if (newest > latestKnown) {
+      throw new VeilError(
+        "CONFIG_ERROR",
+        `Database schema version ${newest} is newer than this build of veil supports (${latestKnown}); upgrade veil.`,
+      );
+    }
+    const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+    const done: number[] = [];
+    for (const migration of ordered) {
+      if (applied.has(migration.version)) continue;
+      if (typeof migration.up === "string") db.exec(migration.up);
+      else migration.up(db);
+      record.run(migration.version, migration.name, nowIso);
+      done.push(migration.version);
+    }
+    return done;
+  });
+  return run.immediate();
+}

@@ -1,0 +1,135 @@
+import type {
+  AuditRow,
+  InboxItem,
+  MessageRow,
+  SessionRow,
+  StoredToolCall,
+  TodoItem,
+  TokenUsage,
+  ToolCallRow,
+  WakeupRow,
+} from "../store.js";
+
+/** Column shapes as SQLite returns them (JSON as TEXT, booleans as 0/1). */
+export interface RawSession {
+  id: string;
+  agent: string;
+  mode: string;
+  status: SessionRow["status"];
+  parent_session_id: string | null;
+  spawn_depth: number;
+  instance_name: string | null;
+  model: string | null;
+  reasoning: string | null;
+  budget_override: string | null;
+  objective: string | null;
+  success_criteria: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cached_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
+  context_size: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RawMessage {
+  id: string;
+  session_id: string;
+  seq: number;
+  role: MessageRow["role"];
+  content: string | null;
+  thinking: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  finish_reason: string | null;
+  token_usage: string | null;
+  meta: string | null;
+  created_at: string;
+}
+
+export interface RawInbox {
+  id: string;
+  session_id: string;
+  content: string;
+  meta: string | null;
+  created_at: string;
+}
+
+export interface RawWakeup extends Omit<WakeupRow, "loop"> {
+  loop: number;
+}
+
+export interface RawAudit extends Omit<AuditRow, "data"> {
+  data: string;
+}
+
+export function toJson(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+export function fromJson<T>(text: string | null): T | null {
+  return text === null ? null : (JSON.parse(text) as T);
+}
+
+export function sessionFromRaw(raw: RawSession): SessionRow {
+  return {
+    id: raw.id,
+    agent: raw.agent,
+    mode: raw.mode,
+    status: raw.status,
+    parent_session_id: raw.parent_session_id,
+    spawn_depth: raw.spawn_depth,
+    instance_name: raw.instance_name,
+    model: raw.model,
+    reasoning: fromJson(raw.reasoning),
+    budget_override: fromJson(raw.budget_override),
+    objective: raw.objective,
+    success_criteria: raw.success_criteria,
+    token_usage: {
+      prompt_tokens: raw.prompt_tokens,
+      completion_tokens: raw.completion_tokens,
+      total_tokens: raw.total_tokens,
+      cached_tokens: raw.cached_tokens,
+      cache_creation_tokens: raw.cache_creation_tokens,
+      reasoning_tokens: raw.reasoning_tokens,
+    },
+    context_size: raw.context_size,
+    created_at: raw.created_at,
+    updated_at: raw.updated_at,
+  };
+}
+
+export function messageFromRaw(raw: RawMessage): MessageRow {
+  return {
+    id: raw.id,
+    session_id: raw.session_id,
+    seq: raw.seq,
+    role: raw.role,
+    content: raw.content,
+    thinking: raw.thinking,
+    tool_calls: fromJson<StoredToolCall[]>(raw.tool_calls),
+    tool_call_id: raw.tool_call_id,
+    finish_reason: raw.finish_reason,
+    token_usage: fromJson<TokenUsage>(raw.token_usage),
+    meta: fromJson<Record<string, unknown>>(raw.meta),
+    created_at: raw.created_at,
+  };
+}
+
+export function inboxFromRaw(raw: RawInbox): InboxItem {
+  return { ...raw, meta: fromJson<Record<string, unknown>>(raw.meta) };
+}
+
+export function wakeupFromRaw(raw: RawWakeup): WakeupRow {
+  return { ...raw, loop: raw.loop !== 0 };
+}
+
+export function auditFromRaw(raw: RawAudit): AuditRow {
+  return { ...raw, data: JSON.parse(raw.data) as Record<string, unknown> };
+}
+
+export type RawToolCall = ToolCallRow;
+export type RawTodo = TodoItem;

@@ -1,0 +1,419 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { systemClock, type Clock } from "../../core/clock.js";
+import { VeilError } from "../../errors.js";
+import type {
+  AuditRow,
+  InboxItem,
+  MessageRow,
+  NewMessage,
+  NewSession,
+  SessionPatch,
+  SessionRow,
+  SessionStatus,
+  Store,
+  TodoItem,
+  TokenUsage,
+  ToolCallRow,
+  ToolCallState,
+  WakeupRow,
+} from "../store.js";
+import { applyMigrations } from "./migrations.js";
+import { mapSqliteError } from "./sqlite-errors.js";
+import {
+  auditFromRaw,
+  inboxFromRaw,
+  messageFromRaw,
+  sessionFromRaw,
+  toJson,
+  wakeupFromRaw,
+  type RawAudit,
+  type RawInbox,
+  type RawMessage,
+  type RawSession,
+  type RawWakeup,
+} from "./rows.js";
+import { prepareStatements, type Statements } from "./statements.js";
+
+export interface SqliteStoreOptions {
+  /** Source of timestamps. default: systemClock */
+  clock?: Clock;
+  /**
+   * `NORMAL` (default) with WAL keeps every committed write across a process crash, which
+   * is what "durable once the promise resolves" promises; an OS crash or power loss may
+   * lose the last commits. `FULL` fsyncs each commit and survives power loss too, slower.
+   */
+  synchronous?: "NORMAL" | "FULL";
+  /** How long a writer waits for another connection's lock, ms. default: 5000 */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * The embedded Store: one better-sqlite3 connection per instance (sync calls wrapped in
+ * promises so callers stay ready for a networked store). Several instances, in this
+ * process or others, may share one file: WAL lets readers run beside the single writer.
+ */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  private readonly stmts: Statements;
+  private readonly clock: Clock;
+  private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
+  private readonly setTodosTx: (sessionId: string, todos: TodoItem[]) => void;
+  private closed = false;
+
+  private constructor(db: Database.Database, clock: Clock) {
+    this.db = db;
+    this.clock = clock;
+    this.stmts = prepareStatements(db);
+    const deliver = db.transaction((sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => {
+      const rows: MessageRow[] = [];
+      for (const { inboxId, message } of deliveries) {
+        // Another delivery already took this item: skip it, so nothing is delivered twice.
+        if (this.stmts.takeInbox.run(inboxId, sessionId).changes === 0) continue;
+        rows.push(this.insertMessage(message));
+      }
+      return rows;
+    });
+    // IMMEDIATE: take the write lock up front so two connections never both read-then-upgrade.
+    this.deliverTx = (sessionId, deliveries) => deliver.immediate(sessionId, deliveries);
+    const setTodos = db.transaction((sessionId: string, todos: TodoItem[]) => {
+      this.stmts.deleteTodos.run(sessionId);
+      todos.forEach((todo, position) =>
+        this.stmts.insertTodo.run({
+          session_id: sessionId,
+          position,
+          id: todo.id,
+          content: todo.content,
+          status: todo.status,
+          priority: todo.priority,
+        }),
+      );
+    });
+    this.setTodosTx = (sessionId, todos) => setTodos.immediate(sessionId, todos);
+  }
+
+  /** Opens (creating the file and its parent folder if needed) and migrates the database. */
+  static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+    const clock = options.clock ?? systemClock;
+    if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    try {
+      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
+      db.pragma("foreign_keys = ON");
+      applyMigrations(db, new Date(clock.now()).toISOString());
+      return new SqliteStore(db, clock);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** The underlying connection, for diagnostics and tests (pragmas, schema checks). */
+  get connection(): Database.Database {
+    return this.db;
+  }
+
+  async createSession(session: NewSession): Promise<SessionRow> {
+    this.assertOpen();
+    try {
+      const raw = this.stmts.insertSession.get({
+        id: session.id,
+        agent: session.agent,
+        mode: session.mode,
+        status: session.status ?? "idle",
+        parent_session_id: session.parent_session_id ?? null,
+        spawn_depth: session.spawn_depth ?? 0,
+        instance_name: session.instance_name ?? null,
+        model: session.model ?? null,
+        reasoning: toJson(session.reasoning),
+        budget_override: toJson(session.budget_override),
+        objective: session.objective ?? null,
+        success_criteria: session.success_criteria ?? null,
+        now: this.nowIso(),
+      }) as RawSession;
+      return sessionFromRaw(raw);
+    } catch (error) {
+      throw mapSqliteError(error, `session ${session.id}`);
+    }
+  }
+
+  async getSession(id: string): Promise<SessionRow | undefined> {
+    this.assertOpen();
+    const raw = this.stmts.getSession.get(id) as RawSession | undefined;
+    return raw && sessionFromRaw(raw);
+  }
+
+  async listSessions(filter: { parentSessionId?: string; status?: SessionStatus } = {}): Promise<SessionRow[]> {
+    this.assertOpen();
+    const rows = this.stmts.listSessions.all({
+      parent: filter.parentSessionId ?? null,
+      status: filter.status ?? null,
+    }) as RawSession[];
+    return rows.map(sessionFromRaw);
+  }
+
+  async updateSession(id: string, patch: SessionPatch): Promise<SessionRow> {
+    this.assertOpen();
+    const usage = patch.token_usage;
+    const raw = this.stmts.updateSession.get({
+      id,
+      now: this.nowIso(),
+      has_status: flag(patch.status),
+      status: patch.status ?? null,
+      has_model: flag(patch.model),
+      model: patch.model ?? null,
+      has_reasoning: flag(patch.reasoning),
+      reasoning: toJson(patch.reasoning),
+      has_budget: flag(patch.budget_override),
+      budget_override: toJson(patch.budget_override),
+      has_usage: flag(usage),
+      prompt_tokens: usage?.prompt_tokens ?? 0,
+      completion_tokens: usage?.completion_tokens ?? 0,
+      total_tokens: usage?.total_tokens ?? 0,
+      cached_tokens: usage?.cached_tokens ?? 0,
+      cache_creation_tokens: usage?.cache_creation_tokens ?? 0,
+      reasoning_tokens: usage?.reasoning_tokens ?? 0,
+      has_context: flag(patch.context_size),
+      context_size: patch.context_size ?? 0,
+    }) as RawSession | undefined;
+    if (!raw) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+    return sessionFromRaw(raw);
+  }
+
+  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number): Promise<void> {
+    this.assertOpen();
+    const result = this.stmts.addTokenUsage.run({
+      id,
+      now: this.nowIso(),
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+      cached_tokens: usage.cached_tokens,
+      cache_creation_tokens: usage.cache_creation_tokens,
+      reasoning_tokens: usage.reasoning_tokens,
+      context_size: contextSize,
+    });
+    if (result.changes === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+  }
+
+  async countLiveSessions(): Promise<number> {
+    this.assertOpen();
+    return (this.stmts.countLive.get() as { n: number }).n;
+  }
+
+  async findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined> {
+    this.assertOpen();
+    const raw = this.stmts.findChild.get(parentSessionId, instanceName) as RawSession | undefined;
+    return raw && sessionFromRaw(raw);
+  }
+
+  async appendMessage(message: NewMessage): Promise<MessageRow> {
+    this.assertOpen();
+    return this.insertMessage(message);
+  }
+
+  async listMessages(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<MessageRow[]> {
+    this.assertOpen();
+    const limit = options.limit === undefined ? -1 : Math.max(0, Math.floor(options.limit));
+    const rows = this.stmts.listMessages.all(sessionId, options.afterSeq ?? 0, limit) as RawMessage[];
+    return rows.map(messageFromRaw);
+  }
+
+  async getMessage(id: string): Promise<MessageRow | undefined> {
+    this.assertOpen();
+    const raw = this.stmts.getMessage.get(id) as RawMessage | undefined;
+    return raw && messageFromRaw(raw);
+  }
+
+  async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
+    this.assertOpen();
+    if (this.stmts.updateMessageMeta.run(toJson(meta), id).changes === 0) {
+      throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
+    }
+  }
+
+  async upsertToolCall(
+    call: Omit<ToolCallRow, "output" | "started_at" | "ended_at"> & Partial<ToolCallRow>,
+  ): Promise<void> {
+    this.assertOpen();
+    try {
+      this.stmts.upsertToolCall.run({
+        id: call.id,
+        session_id: call.session_id,
+        message_id: call.message_id,
+        name: call.name,
+        arguments: call.arguments,
+        state: call.state,
+        output: call.output ?? null,
+        started_at: call.started_at ?? null,
+        ended_at: call.ended_at ?? null,
+      });
+    } catch (error) {
+      throw mapSqliteError(error, `tool call ${call.id}`);
+    }
+  }
+
+  async setToolCallState(id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<void> {
+    this.assertOpen();
+    const result = this.stmts.setToolCallState.run({
+      id,
+      session_id: sessionId,
+      state,
+      has_output: output === undefined ? 0 : 1,
+      output: output ?? null,
+      now: this.nowIso(),
+    });
+    if (result.changes === 0) throw new VeilError("NOT_FOUND", `Tool call not found: ${id} in session ${sessionId}`);
+  }
+
+  async listToolCalls(sessionId: string, options: { states?: ToolCallState[] } = {}): Promise<ToolCallRow[]> {
+    this.assertOpen();
+    return this.stmts.listToolCalls.all({
+      session_id: sessionId,
+      states: options.states ? JSON.stringify(options.states) : null,
+    }) as ToolCallRow[];
+  }
+
+  async addInbox(item: InboxItem): Promise<void> {
+    this.assertOpen();
+    try {
+      this.stmts.addInbox.run({ ...item, meta: toJson(item.meta) });
+    } catch (error) {
+      throw mapSqliteError(error, `inbox item ${item.id}`);
+    }
+  }
+
+  async listInbox(sessionId: string): Promise<InboxItem[]> {
+    this.assertOpen();
+    return (this.stmts.listInbox.all(sessionId) as RawInbox[]).map(inboxFromRaw);
+  }
+
+  async deliverInbox(sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]): Promise<MessageRow[]> {
+    this.assertOpen();
+    return this.deliverTx(sessionId, deliveries);
+  }
+
+  async sessionsWithInbox(): Promise<string[]> {
+    this.assertOpen();
+    return (this.stmts.sessionsWithInbox.all() as { session_id: string }[]).map((r) => r.session_id);
+  }
+
+  async markRead(sessionId: string, path: string): Promise<void> {
+    this.assertOpen();
+    this.stmts.markRead.run(sessionId, path, this.nowIso());
+  }
+
+  async hasRead(sessionId: string, path: string): Promise<boolean> {
+    this.assertOpen();
+    return this.stmts.hasRead.get(sessionId, path) !== undefined;
+  }
+
+  async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
+    this.assertOpen();
+    this.setTodosTx(sessionId, todos);
+  }
+
+  async getTodos(sessionId: string): Promise<TodoItem[]> {
+    this.assertOpen();
+    return this.stmts.getTodos.all(sessionId) as TodoItem[];
+  }
+
+  async setWakeup(row: WakeupRow): Promise<void> {
+    this.assertOpen();
+    this.stmts.setWakeup.run({ ...row, loop: row.loop ? 1 : 0 });
+  }
+
+  async getWakeup(sessionId: string): Promise<WakeupRow | undefined> {
+    this.assertOpen();
+    const raw = this.stmts.getWakeup.get(sessionId) as RawWakeup | undefined;
+    return raw && wakeupFromRaw(raw);
+  }
+
+  async deleteWakeup(sessionId: string): Promise<void> {
+    this.assertOpen();
+    this.stmts.deleteWakeup.run(sessionId);
+  }
+
+  async listWakeups(): Promise<WakeupRow[]> {
+    this.assertOpen();
+    return (this.stmts.listWakeups.all() as RawWakeup[]).map(wakeupFromRaw);
+  }
+
+  /** Any JSON value; `undefined` deletes the key (JSON has no undefined). */
+  async setSessionMeta(sessionId: string, key: string, value: unknown): Promise<void> {
+    this.assertOpen();
+    if (value === undefined) this.stmts.deleteMeta.run(sessionId, key);
+    else this.stmts.setMeta.run(sessionId, key, JSON.stringify(value), this.nowIso());
+  }
+
+  async getSessionMeta<T = unknown>(sessionId: string, key: string): Promise<T | undefined> {
+    this.assertOpen();
+    const row = this.stmts.getMeta.get(sessionId, key) as { value: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.value) as T);
+  }
+
+  async addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void> {
+    this.assertOpen();
+    this.stmts.addAudit.run(row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso());
+  }
+
+  async listAudit(filter: { sessionId?: string; kind?: string } = {}): Promise<AuditRow[]> {
+    this.assertOpen();
+    const rows = this.stmts.listAudit.all({
+      session_id: filter.sessionId ?? null,
+      kind: filter.kind ?? null,
+    }) as RawAudit[];
+    return rows.map(auditFromRaw);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private insertMessage(message: NewMessage): MessageRow {
+    const row = {
+      id: message.id,
+      session_id: message.session_id,
+      role: message.role,
+      content: message.content ?? null,
+      thinking: message.thinking ?? null,
+      tool_calls: message.tool_calls ?? null,
+      tool_call_id: message.tool_call_id ?? null,
+      finish_reason: message.finish_reason ?? null,
+      token_usage: message.token_usage ?? null,
+      meta: message.meta ?? null,
+      created_at: this.nowIso(),
+    };
+    let seq: number;
+    try {
+      seq = (
+        this.stmts.insertMessage.get({
+          ...row,
+          tool_calls: toJson(row.tool_calls),
+          token_usage: toJson(row.token_usage),
+          meta: toJson(row.meta),
+        }) as { seq: number }
+      ).seq;
+    } catch (error) {
+      throw mapSqliteError(error, `message ${message.id}`, message.session_id);
+    }
+    return { ...row, seq };
+  }
+
+  private nowIso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
+  }
+}
+
+function flag(value: unknown): 0 | 1 {
+  return value === undefined ? 0 : 1;
+}

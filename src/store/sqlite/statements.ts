@@ -1,0 +1,119 @@
+import type Database from "better-sqlite3";
+
+/** Every statement the store runs, as SQL; prepared once per connection. */
+const SQL = {
+  insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
+      model, reasoning, budget_override, objective, success_criteria, created_at, updated_at)
+    VALUES (@id, @agent, @mode, @status, @parent_session_id, @spawn_depth, @instance_name,
+      @model, @reasoning, @budget_override, @objective, @success_criteria, @now, @now)
+    RETURNING *`,
+  getSession: "SELECT * FROM sessions WHERE id = ?",
+  listSessions: `SELECT * FROM sessions
+    WHERE (@parent IS NULL OR parent_session_id = @parent) AND (@status IS NULL OR status = @status)
+    ORDER BY rowid`,
+  // One static statement for every patch shape: @has_x = 1 means "set x".
+  updateSession: `UPDATE sessions SET
+      status = CASE WHEN @has_status THEN @status ELSE status END,
+      model = CASE WHEN @has_model THEN @model ELSE model END,
+      reasoning = CASE WHEN @has_reasoning THEN @reasoning ELSE reasoning END,
+      budget_override = CASE WHEN @has_budget THEN @budget_override ELSE budget_override END,
+      prompt_tokens = CASE WHEN @has_usage THEN @prompt_tokens ELSE prompt_tokens END,
+      completion_tokens = CASE WHEN @has_usage THEN @completion_tokens ELSE completion_tokens END,
+      total_tokens = CASE WHEN @has_usage THEN @total_tokens ELSE total_tokens END,
+      cached_tokens = CASE WHEN @has_usage THEN @cached_tokens ELSE cached_tokens END,
+      cache_creation_tokens = CASE WHEN @has_usage THEN @cache_creation_tokens ELSE cache_creation_tokens END,
+      reasoning_tokens = CASE WHEN @has_usage THEN @reasoning_tokens ELSE reasoning_tokens END,
+      context_size = CASE WHEN @has_context THEN @context_size ELSE context_size END,
+      updated_at = @now
+    WHERE id = @id
+    RETURNING *`,
+  addTokenUsage: `UPDATE sessions SET
+      prompt_tokens = prompt_tokens + @prompt_tokens,
+      completion_tokens = completion_tokens + @completion_tokens,
+      total_tokens = total_tokens + @total_tokens,
+      cached_tokens = cached_tokens + @cached_tokens,
+      cache_creation_tokens = cache_creation_tokens + @cache_creation_tokens,
+      reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+      context_size = @context_size,
+      updated_at = @now
+    WHERE id = @id`,
+  countLive: "SELECT COUNT(*) AS n FROM sessions WHERE status != 'closed'",
+  findChild: `SELECT * FROM sessions WHERE parent_session_id = ? AND instance_name = ?
+    ORDER BY rowid DESC LIMIT 1`,
+
+  // A single write statement is its own transaction: the seq read and the insert
+  // happen under one write lock, and UNIQUE (session_id, seq) backs it up.
+  insertMessage: `INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls,
+      tool_call_id, finish_reason, token_usage, meta, created_at)
+    VALUES (@id, @session_id,
+      (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = @session_id),
+      @role, @content, @thinking, @tool_calls, @tool_call_id, @finish_reason, @token_usage, @meta, @created_at)
+    RETURNING seq`,
+  listMessages: `SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+  getMessage: "SELECT * FROM messages WHERE id = ?",
+  updateMessageMeta: "UPDATE messages SET meta = ? WHERE id = ?",
+
+  upsertToolCall: `INSERT INTO tool_calls (id, session_id, message_id, name, arguments, state, output, started_at, ended_at)
+    VALUES (@id, @session_id, @message_id, @name, @arguments, @state, @output, @started_at, @ended_at)
+    ON CONFLICT (session_id, id) DO UPDATE SET
+      message_id = excluded.message_id,
+      name = excluded.name,
+      arguments = excluded.arguments,
+      state = excluded.state,
+      output = COALESCE(excluded.output, tool_calls.output),
+      started_at = COALESCE(excluded.started_at, tool_calls.started_at),
+      ended_at = COALESCE(excluded.ended_at, tool_calls.ended_at)`,
+  // started_at: the first time the call leaves "pending"; ended_at: the first terminal state.
+  setToolCallState: `UPDATE tool_calls SET
+      state = @state,
+      output = CASE WHEN @has_output THEN @output ELSE output END,
+      started_at = CASE WHEN started_at IS NULL AND @state IN ('validating', 'executing') THEN @now ELSE started_at END,
+      ended_at = CASE WHEN @state IN ('done', 'error', 'cancelled') THEN COALESCE(ended_at, @now) ELSE ended_at END
+    WHERE id = @id AND session_id = @session_id`,
+  listToolCalls: `SELECT id, session_id, message_id, name, arguments, state, output, started_at, ended_at
+    FROM tool_calls
+    WHERE session_id = @session_id AND (@states IS NULL OR state IN (SELECT value FROM json_each(@states)))
+    ORDER BY rowid`,
+
+  addInbox: `INSERT INTO inbox (id, session_id, content, meta, created_at)
+    VALUES (@id, @session_id, @content, @meta, @created_at)`,
+  listInbox: "SELECT * FROM inbox WHERE session_id = ? ORDER BY rowid",
+  takeInbox: "DELETE FROM inbox WHERE id = ? AND session_id = ?",
+  sessionsWithInbox: "SELECT session_id FROM inbox GROUP BY session_id ORDER BY MIN(rowid)",
+
+  markRead: `INSERT INTO read_markers (session_id, path, read_at) VALUES (?, ?, ?)
+    ON CONFLICT (session_id, path) DO UPDATE SET read_at = excluded.read_at`,
+  hasRead: "SELECT 1 FROM read_markers WHERE session_id = ? AND path = ?",
+
+  deleteTodos: "DELETE FROM todos WHERE session_id = ?",
+  insertTodo: `INSERT INTO todos (session_id, position, id, content, status, priority)
+    VALUES (@session_id, @position, @id, @content, @status, @priority)`,
+  getTodos: "SELECT id, content, status, priority FROM todos WHERE session_id = ? ORDER BY position",
+
+  setWakeup: `INSERT INTO wakeups (session_id, time, interval_ms, message, loop, next_fire_at, created_at)
+    VALUES (@session_id, @time, @interval_ms, @message, @loop, @next_fire_at, @created_at)
+    ON CONFLICT (session_id) DO UPDATE SET time = excluded.time, interval_ms = excluded.interval_ms,
+      message = excluded.message, loop = excluded.loop, next_fire_at = excluded.next_fire_at,
+      created_at = excluded.created_at`,
+  getWakeup: "SELECT * FROM wakeups WHERE session_id = ?",
+  deleteWakeup: "DELETE FROM wakeups WHERE session_id = ?",
+  listWakeups: "SELECT * FROM wakeups ORDER BY next_fire_at, session_id",
+
+  setMeta: `INSERT INTO session_meta (session_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  deleteMeta: "DELETE FROM session_meta WHERE session_id = ? AND key = ?",
+  getMeta: "SELECT value FROM session_meta WHERE session_id = ? AND key = ?",
+
+  addAudit: "INSERT INTO audit (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)",
+  listAudit: `SELECT * FROM audit
+    WHERE (@session_id IS NULL OR session_id = @session_id) AND (@kind IS NULL OR kind = @kind)
+    ORDER BY id`,
+};
+
+export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
+
+export function prepareStatements(db: Database.Database): Statements {
+  const prepared = {} as Record<keyof typeof SQL, Database.Statement>;
+  for (const key of Object.keys(SQL) as (keyof typeof SQL)[]) prepared[key] = db.prepare(SQL[key]);
+  return prepared;
+}
