@@ -1,4 +1,5 @@
 import type { Runtime } from "./runtime.js";
+import { installMultiAgent } from "./core/agents/install.js";
 import { installRemoteMethods } from "./core/remote-methods.js";
 import { installStreamTokens } from "./core/stream-tokens.js";
 import { installWakeups } from "./core/wakeups.js";
@@ -10,4 +11,4 @@ import { installWakeups } from "./core/wakeups.js";
 export type Feature = (runtime: Runtime) => void | Promise<void>;
 
 /** Every feature, in install order. Each issue adds its own line. */
-export const FEATURES: readonly Feature[] = [installWakeups, installRemoteMethods, installStreamTokens];
+export const FEATURES: readonly Feature[] = [installWakeups, installRemoteMethods, installStreamTokens, installMultiAgent];

@@ -20,6 +20,20 @@ export function isToolAllowed(mode: ModeConfig, name: string): boolean {
   return partner !== undefined && (mode.tools.includes(partner) || mode.preActivatedTools.includes(partner));
 }
 
+/** The tier-3/4 built-ins a custom tool in an allowlist needs to become callable. */
+const DISCOVERY_TOOLS = new Set(["tool_search", "tool_activate"]);
+
+/**
+ * isToolAllowed for a session that also knows its custom tools: an allowlist that
+ * names a custom tool implicitly allows tool_search and tool_activate (otherwise the
+ * listed tool could never be activated), unless disallowedTools names them.
+ */
+export function isToolAllowedWithCustom(mode: ModeConfig, name: string, customNames: ReadonlySet<string>): boolean {
+  if (isToolAllowed(mode, name)) return true;
+  if (!DISCOVERY_TOOLS.has(name) || mode.disallowedTools.includes(name)) return false;
+  return mode.tools.some((tool) => customNames.has(tool) && !mode.disallowedTools.includes(tool));
+}
+
 export function permissionMessage(agent: AgentConfig, modeName: string, name: string): string {
   const mode = modeConfig(agent, modeName);
   if (mode.disallowedTools.includes(name)) {

@@ -10,7 +10,8 @@ import type { Clock } from "./clock.js";
 import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventBus } from "./events.js";
 import type { IdGenerator } from "./ids.js";
-import { closeDanglingToolCalls, runLoop, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
+import { closeDanglingToolCalls, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
+import { DEFAULT_ENGINES, selectEngine, type Engine } from "../engines/engine.js";
 import { modeConfig } from "./permissions.js";
 import { Resources } from "./resources.js";
 import { resolveBudget } from "./stop-conditions.js";
@@ -28,6 +29,8 @@ export interface SessionManagerDeps {
   runtimeResources: Resources;
   /** Shared services handed to tools (wakeups, remote methods, sessions, selfAddress…). */
   services: ToolServices;
+  /** Engines by model key; default: claude-cli for `cc/…` keys, else the native loop. */
+  engines?: readonly Engine[];
   /** Agents are re-read per session so new agent folders show up without a restart. */
   agents(): Record<string, AgentConfig>;
 }
@@ -91,6 +94,8 @@ export class SessionManager {
   private readonly observers = new Map<string, Set<RunObserver>>();
   private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
+  /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
+  private stopping = false;
 
   constructor(private readonly deps: SessionManagerDeps) {}
 
@@ -144,6 +149,7 @@ export class SessionManager {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (session.status === "suspended") throw new VeilError("SESSION_SUSPENDED", `session "${id}" is suspended; resume it first`);
+    if (this.stopping) throw new VeilError("CANCELLED", "the runtime is shutting down");
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     const messageId = this.deps.ids.next("msg");
@@ -249,6 +255,7 @@ export class SessionManager {
 
   /** Stops every run and disposes every session's resources (server shutdown). */
   async shutdown(): Promise<void> {
+    this.stopping = true;
     const runs = [...this.live.values()].map((live) => {
       live.run?.controller.abort(new VeilError("CANCELLED", "server shutting down"));
       return live.run?.done;
@@ -334,7 +341,7 @@ export class SessionManager {
         services,
         log,
       });
-      result = await runLoop(
+      result = await selectEngine(this.deps.engines ?? DEFAULT_ENGINES, modelKey).run(
         {
           sessionId: id,
           modelKey,

@@ -15,7 +15,13 @@ export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): Re
     timeoutMs: definition.timeoutMs,
     readOnly: definition.readOnly ?? false,
     tier: "builtin",
-    validate: sharedValidators.compile(inputSchema),
+    validate: lazyValidator(inputSchema),
     execute: definition.execute as RegisteredTool["execute"],
   };
+}
+
+/** Compiles on first use: start-up (and `veil run` cold start) pays only for tools actually called. */
+function lazyValidator(schema: Record<string, unknown>): (input: unknown) => string | null {
+  let compiled: ((input: unknown) => string | null) | undefined;
+  return (input) => (compiled ??= sharedValidators.compile(schema))(input);
 }

@@ -1,5 +1,5 @@
 import type { AgentConfig } from "../config/types.js";
-import { isToolAllowed, modeConfig, permissionMessage } from "../core/permissions.js";
+import { isToolAllowed, isToolAllowedWithCustom, modeConfig, permissionMessage } from "../core/permissions.js";
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
 import type { Logger, RegisteredTool } from "./types.js";
@@ -73,8 +73,11 @@ export class SessionToolset {
     return set;
   }
 
+  private customNames: ReadonlySet<string> | null = null;
+
   private allowed(name: string): boolean {
-    return isToolAllowed(modeConfig(this.agent, this.mode), name);
+    this.customNames ??= new Set(this.custom.keys());
+    return isToolAllowedWithCustom(modeConfig(this.agent, this.mode), name, this.customNames);
   }
 
   /** tools[] for the next model call. */

@@ -241,4 +241,13 @@ describe("agent loop", () => {
     expect((await (await h.runtime.sessions.send(session.id, "a")).result).content).toBe("model=session-model");
     expect((await (await h.runtime.sessions.send(session.id, "b", { model: "call-model" })).result).content).toBe("model=call-model");
   });
+
+  it("routes cc/ model keys to the claude-cli engine seam instead of the default provider", async () => {
+    h = await createRuntimeHarness();
+    const session = await h.runtime.sessions.create({ agent: "default", model: "cc/claude-sonnet" });
+    const result = await (await h.runtime.sessions.send(session.id, "hi")).result;
+    expect(result.stopReason).toBe("error");
+    expect(result.error).toMatchObject({ code: "CONFIG_ERROR", message: expect.stringMatching(/claude-cli engine/) });
+    expect(h.llm.completionRequests).toHaveLength(0);
+  });
 });

@@ -91,6 +91,24 @@ describe("wake-ups in a runtime", () => {
     expect(h.llm.completionRequests).toHaveLength(1);
   });
 
+  it("the model arms a wake-up with the schedule_wakeup tool and is woken by it later", async () => {
+    const clock = new ManualClock(START);
+    const h = await harness(clock);
+    h.llm.enqueue(reply().tool("schedule_wakeup", { time: "15m", message: "Time to look again" }).stop());
+    h.llm.enqueue(reply().text("I will look again in 15 minutes.").stop());
+    h.llm.enqueue(reply().text("Looking again.").stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    const first = await (await h.runtime.sessions.send(session.id, "watch this")).result;
+    expect(first.content).toBe("I will look again in 15 minutes.");
+    expect(h.llm.completionRequests[1]!.body.messages.at(-1).content).toMatch(/^Wake-up scheduled in 15m/);
+    expect(await wakeups(h).get(session.id)).toMatchObject({ message: "Time to look again" });
+
+    const done = nextEvent(h.runtime.bus, { sessionId: session.id, types: ["chat.done"] });
+    await clock.advance(15 * MIN);
+    expect(await done).toMatchObject({ content: "Looking again." });
+    expect(h.llm.completionRequests[2]!.body.messages.at(-1)).toMatchObject({ role: "user", content: "Time to look again" });
+  });
+
   it("arming replaces the previous schedule, and time 0 cancels", async () => {
     const clock = new ManualClock(START);
     const h = await harness(clock);

@@ -97,11 +97,11 @@ describe("HTTP API", () => {
     expect(body.tokenUsage).toMatchObject({ prompt_tokens: 12, completion_tokens: 3 });
 
     const list = await json(await server.fetch("/sessions"));
-    expect(list.sessions.map((s: { id: string }) => s.id)).toContain(session.id);
+    expect(list.map((s: { id: string }) => s.id)).toContain(session.id);
     const row = await json(await server.fetch(`/sessions/${session.id}`));
     expect(row.context_size).toBe(15);
     const messages = await json(await server.fetch(`/sessions/${session.id}/messages`));
-    expect(messages.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+    expect(messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
       ["user", "ping"],
       ["assistant", "pong"],
     ]);
@@ -184,7 +184,7 @@ describe("HTTP API", () => {
     const body = await json(res);
     expect(body.error.code).toMatch(/LLM_ERROR|PROVIDER_ERROR|TIMEOUT/);
     const messages = await json(await server.fetch(`/sessions/${session.id}/messages`));
-    expect(messages.messages.map((m: { content: string }) => m.content)).toEqual(["anyone?"]);
+    expect(messages.map((m: { content: string }) => m.content)).toEqual(["anyone?"]);
   });
 
   it("lists agents, including the built-in default", async () => {
@@ -193,7 +193,7 @@ describe("HTTP API", () => {
     });
     const server = await h.serve();
     const agents = await json(await server.fetch("/agents"));
-    expect(agents.agents.map((a: { name: string }) => a.name).sort()).toEqual(["default", "researcher"]);
+    expect(agents.map((a: { name: string }) => a.name).sort()).toEqual(["default", "researcher"]);
     const one = await json(await server.fetch("/agents/researcher"));
     expect(one).toMatchObject({ name: "researcher", description: "digs", source: "project" });
     expect((await server.fetch("/agents/ghost")).status).toBe(404);

@@ -42,8 +42,8 @@ describe("GET/POST/DELETE /sessions/:id/wakeup", () => {
     await clock.advance(90_000);
     expect(await done).toMatchObject({ content: "checked in" });
     expect(await (await server.fetch(`/sessions/${session.id}/wakeup`)).json()).toEqual({ wakeup: null });
-    const messages = (await (await server.fetch(`/sessions/${session.id}/messages`)).json()) as { messages: { role: string; content: string; meta: unknown }[] };
-    expect(messages.messages[0]).toMatchObject({ role: "user", content: "check in", meta: { source: "wakeup" } });
+    const messages = await harness.runtime.store.listMessages(session.id);
+    expect(messages[0]).toMatchObject({ role: "user", content: "check in", meta: { source: "wakeup" } });
 
     await post({ time: 2, message: "loop", loop: true });
     const removed = await server.fetch(`/sessions/${session.id}/wakeup`, { method: "DELETE" });

@@ -20,7 +20,7 @@ export function publicAgent(agent: AgentConfig) {
 export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
 
-  app.get("/agents", (c) => c.json({ agents: Object.values(runtime.agents()).map(publicAgent) }));
+  app.get("/agents", (c) => c.json(Object.values(runtime.agents()).map(publicAgent)));
 
   app.get("/agents/:name", (c) => {
     const agent = runtime.agents()[c.req.param("name")];
@@ -33,6 +33,8 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const agent = runtime.agents()[name];
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
-    return c.json({ agent: name, ...listing });
+    // Broken tool folders are listed too, so a user sees why a tool is missing.
+    const broken = listing.broken.map((b) => ({ name: null, tier: "custom", state: "broken", scope: b.scope, folder: b.folder, file: b.file, error: b.reason }));
+    return c.json([...listing.tools, ...broken]);
   });
 }

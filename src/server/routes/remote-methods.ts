@@ -51,7 +51,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
 }
 
 /**
- * `POST /stream-tokens` (bearer secret required) `{ path? }` → `201 { token, expiresAt, path? }`:
+ * `POST /stream-tokens` (bearer secret required) `{ path? }` → `200 { token, expiresAt, path? }`:
  * a 60-second token a browser puts on an EventSource URL (`/remote-methods?token=…`,
  * `/events?token=…`, `/sessions/:id/events?token=…`) instead of the secret. See core/stream-tokens.ts.
  */
@@ -63,6 +63,6 @@ export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const tokens = runtime.services[STREAM_TOKENS_SERVICE] as StreamTokens | undefined;
     if (!isStreamTokens(tokens)) throw new VeilError("INTERNAL_ERROR", "stream tokens are not installed in this runtime");
     const body = await jsonBody<Static<typeof MintBody>>(c, MintBody);
-    return c.json(tokens.mint(body.path), 201);
+    return c.json(tokens.mint(body.path));
   });
 }

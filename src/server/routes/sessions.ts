@@ -81,7 +81,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const parent = c.req.query("parent");
     if (status && !["idle", "running", "suspended", "closed"].includes(status)) throw new VeilError("VALIDATION_ERROR", `unknown status "${status}"`);
     const rows = await runtime.store.listSessions({ status: status as SessionRow["status"] | undefined, parentSessionId: parent });
-    return c.json({ sessions: rows.map(publicSession) });
+    return c.json(rows.map(publicSession));
   });
 
   app.get("/sessions/:id", async (c) => c.json(publicSession(await sessions.get(c.req.param("id")))));
@@ -96,13 +96,13 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     if (!Number.isInteger(after) || after < 0 || (limit !== undefined && (!Number.isInteger(limit) || limit < 1))) {
       throw new VeilError("VALIDATION_ERROR", "after and limit must be non-negative integers");
     }
-    return c.json({ messages: await runtime.store.listMessages(id, { afterSeq: after, limit }) });
+    return c.json(await runtime.store.listMessages(id, { afterSeq: after, limit }));
   });
 
   app.get("/sessions/:id/todos", async (c) => {
     const id = c.req.param("id");
     await sessions.get(id);
-    return c.json({ todos: await runtime.store.getTodos(id) });
+    return c.json(await runtime.store.getTodos(id));
   });
 
   app.post("/sessions/:id/cancel", async (c) => {

@@ -1,0 +1,360 @@
+import { VeilError, errorMessage, isVeilError } from "../../errors.js";
+import type { MessageRow, SessionRow, Store } from "../../store/store.js";
+import type { Logger } from "../../tools/types.js";
+import type { Clock } from "../clock.js";
+import type { IdGenerator } from "../ids.js";
+import type { RunResult } from "../loop.js";
+import type { SessionManager } from "../session-manager.js";
+import { COINCIDED_TEXT, finalText, formatFullSteps, stillRunningReminder, wrapAgentMessage } from "./messages.js";
+
+/** A reply produced by a target for one async message. */
+export interface AgentReply {
+  text: string;
+  finishReason: string;
+  role: "seed" | "follower";
+  /** True for a msg#2+ reply delivered while the target's run goes on. */
+  midRun: boolean;
+}
+
+/** One async message waiting for its reply (msg#1 = seed, msg#2+ = follower). */
+interface Waiter {
+  correlationId: string;
+  callerId: string;
+  role: "seed" | "follower";
+  fullSteps: boolean;
+  messageId: string | null;
+  /** The stored user row once the target drained it. */
+  drainedRow: MessageRow | null;
+  settled: boolean;
+  /** A sync call from the same caller that takes this reply instead of a delivery. */
+  taker: ((reply: AgentReply) => void) | null;
+}
+
+/** The dispatch chain of one target: its seed (while in flight) and its followers. */
+interface Chain {
+  target: Pick<SessionRow, "id" | "agent" | "instance_name">;
+  seed: Waiter | null;
+  followers: Map<string, Waiter>;
+  unobserve: () => void;
+}
+
+export interface SendInput {
+  callerId: string;
+  target: Pick<SessionRow, "id" | "agent" | "instance_name">;
+  /** Already wrapped with the sender's prefix. */
+  content: string;
+  fullSteps: boolean;
+  meta: Record<string, unknown>;
+}
+
+export interface SyncReply {
+  messageId: string;
+  text: string;
+  finishReason: string;
+  /** "own": the reply to this message; "merged": an earlier async message of the same caller landed first. */
+  source: "own" | "merged";
+}
+
+export interface DeliveryDeps {
+  sessions: SessionManager;
+  store: Store;
+  clock: Clock;
+  ids: IdGenerator;
+  log: Logger;
+}
+
+/**
+ * The manual's asymmetric delivery (Meeting 008.1) over the SessionManager:
+ * msg#1 of a chain gets the final text of the run that consumes it; msg#2+ get the
+ * first text produced after their drain (with a still-running reminder), or nothing
+ * when that text is the final reply msg#1 receives (the coincide rule). Replies reach
+ * the caller as a new user message via `sessions.send`. One instance per runtime.
+ */
+export class AgentDelivery {
+  private readonly chains = new Map<string, Chain>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly idleWaiters: (() => void)[] = [];
+  private disposed = false;
+
+  constructor(private readonly deps: DeliveryDeps) {}
+
+  /**
+   * Queues an async message. The msg#1/msg#2+ role is claimed synchronously, before
+   * any await, so concurrent first calls resolve to exactly one seed.
+   */
+  async sendAsync(input: SendInput): Promise<{ role: "seed" | "follower"; messageId: string }> {
+    const chain = this.chainFor(input.target);
+    const waiter: Waiter = {
+      correlationId: this.deps.ids.next("corr"),
+      callerId: input.callerId,
+      role: chain.seed ? "follower" : "seed",
+      fullSteps: input.fullSteps,
+      messageId: null,
+      drainedRow: null,
+      settled: false,
+      taker: null,
+    };
+    if (waiter.role === "seed") chain.seed = waiter;
+    else chain.followers.set(waiter.correlationId, waiter);
+    let receipt;
+    try {
+      receipt = await this.deps.sessions.send(input.target.id, input.content, {
+        meta: { ...input.meta, async_inform: true, dispatch_role: waiter.role === "seed" ? "msg#1" : "msg#2+", agentCorrelation: waiter.correlationId },
+      });
+    } catch (error) {
+      this.forget(chain, waiter);
+      throw error;
+    }
+    waiter.messageId = receipt.messageId;
+    void receipt.result.then((result) => this.runEnded(chain, waiter, result));
+    return { role: waiter.role, messageId: receipt.messageId };
+  }
+
+  /**
+   * Sends a sync message and waits for its reply. This caller's async messages to the
+   * same target still in flight are merged in: whichever reply lands first answers.
+   * Never cancels the target; on timeout the caller gets TIMEOUT and the target runs on.
+   */
+  async sendSync(input: SendInput & { timeoutMs: number; signal: AbortSignal }): Promise<SyncReply> {
+    const chain = this.chains.get(input.target.id);
+    const merged = chain ? [chain.seed, ...chain.followers.values()].filter((w): w is Waiter => !!w && !w.settled && !w.taker && w.callerId === input.callerId) : [];
+    let over = false;
+    let messageId = "";
+    let finish!: (outcome: SyncReply | VeilError) => void;
+    const outcome = new Promise<SyncReply | VeilError>((resolve) => (finish = resolve));
+    const end = (value: SyncReply | VeilError) => {
+      if (over) return;
+      over = true;
+      for (const w of merged) if (w.taker === take) w.taker = null;
+      cancelTimer();
+      input.signal.removeEventListener("abort", onAbort);
+      finish(value);
+    };
+    const take = (reply: AgentReply) => end({ messageId, text: reply.text, finishReason: reply.finishReason, source: "merged" });
+    for (const w of merged) w.taker = take;
+    const cancelTimer = this.deps.clock.setTimer(input.timeoutMs, () =>
+      end(
+        new VeilError(
+          "TIMEOUT",
+          `no reply from session ${input.target.id} within ${Math.round(input.timeoutMs / 1000)} s. The sub-agent was NOT stopped and keeps working: check it with agent_control get-state / get-last-message, message it with async_inform: true, or stop it with agent_control stop.`,
+        ),
+      ),
+    );
+    const onAbort = () => end(new VeilError("CANCELLED", "the calling run was cancelled while waiting for the reply"));
+    if (input.signal.aborted) onAbort();
+    else input.signal.addEventListener("abort", onAbort, { once: true });
+
+    try {
+      const receipt = await this.deps.sessions.send(input.target.id, input.content, { meta: { ...input.meta, async_inform: false } });
+      messageId = receipt.messageId;
+      void receipt.result.then(async (result) => {
+        if (over) return;
+        // This caller's msg#1 consumed by the same run carries the same final text: let it answer
+        // (its taker fires in a moment) so the caller does not get the reply twice.
+        if (merged.some((w) => w.role === "seed" && w.taker === take && w.drainedRow)) return;
+        try {
+          const text = input.fullSteps ? await this.stepsLog(input.target.id, receipt.messageId, result) : finalText(result);
+          end({ messageId, text, finishReason: result.finishReason, source: "own" });
+        } catch (error) {
+          end(isVeilError(error) ? error : new VeilError("INTERNAL_ERROR", errorMessage(error)));
+        }
+      });
+    } catch (error) {
+      end(isVeilError(error) ? error : new VeilError("INTERNAL_ERROR", errorMessage(error)));
+    }
+    const value = await outcome;
+    if (value instanceof VeilError) throw value;
+    return value;
+  }
+
+  /**
+   * Resolves when no chain is in flight and every reply has been handed to the caller's
+   * session (stored in its inbox or history). For tests, benchmarks and graceful shutdown.
+   */
+  settled(): Promise<void> {
+    if (this.isSettled()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Chains in flight (diagnostics). */
+  activeChains(): number {
+    return this.chains.size;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const chain of this.chains.values()) chain.unobserve();
+    this.chains.clear();
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private chainFor(target: Chain["target"]): Chain {
+    const existing = this.chains.get(target.id);
+    if (existing) return existing;
+    const chain: Chain = { target, seed: null, followers: new Map(), unobserve: () => undefined };
+    chain.unobserve = this.deps.sessions.observe(target.id, {
+      onDrained: (rows) => this.drained(chain, rows),
+      onAssistant: (row, info) => this.assistant(chain, row, info),
+      onRunEnd: (result) => this.runEnd(chain, result),
+    });
+    this.chains.set(target.id, chain);
+    return chain;
+  }
+
+  private drained(chain: Chain, rows: MessageRow[]): void {
+    for (const row of rows) {
+      const id = row.meta?.agentCorrelation;
+      if (typeof id !== "string") continue;
+      if (chain.seed?.correlationId === id) chain.seed.drainedRow = row;
+      const follower = chain.followers.get(id);
+      if (follower) follower.drainedRow = row;
+    }
+  }
+
+  /** msg#2+: the first text after the drain answers; the run's final text is msg#1's (coincide rule). */
+  private assistant(chain: Chain, row: MessageRow, info: { final: boolean; hasText: boolean }): void {
+    const seedInRun = Boolean(chain.seed?.drainedRow);
+    for (const waiter of this.armed(chain)) {
+      if (info.final && seedInRun) this.coincide(chain, waiter);
+      else if (info.hasText) this.settle(chain, waiter, { text: row.content ?? "", finishReason: row.finish_reason ?? "stop", role: "follower", midRun: !info.final });
+    }
+  }
+
+  /** The run ended before producing text for a drained msg#2+. */
+  private runEnd(chain: Chain, result: RunResult): void {
+    const seedInRun = Boolean(chain.seed?.drainedRow);
+    for (const waiter of this.armed(chain)) {
+      if (seedInRun) this.coincide(chain, waiter);
+      else this.settle(chain, waiter, { text: finalText(result), finishReason: result.finishReason, role: "follower", midRun: false });
+    }
+  }
+
+  /** The run that consumed this message ended (for followers only a fallback: the hooks answer first). */
+  private runEnded(chain: Chain, waiter: Waiter, result: RunResult): void {
+    if (waiter.settled) return;
+    if (waiter.role === "follower") {
+      this.settle(chain, waiter, { text: finalText(result), finishReason: result.finishReason, role: "follower", midRun: false });
+      return;
+    }
+    waiter.settled = true;
+    chain.seed = null;
+    const work = (async () => {
+      const text = waiter.fullSteps && waiter.messageId ? await this.stepsLog(chain.target.id, waiter.messageId, result) : finalText(result);
+      this.answer(chain, waiter, { text, finishReason: result.finishReason, role: "seed", midRun: false });
+    })();
+    this.track(work);
+    this.maybeDrop(chain);
+  }
+
+  private armed(chain: Chain): Waiter[] {
+    return [...chain.followers.values()].filter((w) => w.drainedRow && !w.settled);
+  }
+
+  private settle(chain: Chain, waiter: Waiter, reply: AgentReply): void {
+    waiter.settled = true;
+    this.forget(chain, waiter);
+    this.answer(chain, waiter, reply);
+  }
+
+  /** Hands the reply to a merged sync call, or delivers it to the caller's session. */
+  private answer(chain: Chain, waiter: Waiter, reply: AgentReply): void {
+    if (waiter.taker) {
+      const take = waiter.taker;
+      waiter.taker = null;
+      take(reply);
+      this.track(this.audit(chain, waiter, "agent.reply_to_sync", { role: reply.role }));
+      return;
+    }
+    this.track(this.deliver(chain, waiter, reply));
+  }
+
+  private coincide(chain: Chain, waiter: Waiter): void {
+    waiter.settled = true;
+    waiter.taker = null;
+    this.forget(chain, waiter);
+    const row = waiter.drainedRow;
+    const work = (async () => {
+      if (row) await this.deps.store.updateMessageMeta(row.id, { ...(row.meta ?? {}), audit: COINCIDED_TEXT, coincided: true });
+      await this.audit(chain, waiter, "agent.coincided", { text: COINCIDED_TEXT, messageId: row?.id ?? waiter.messageId });
+    })();
+    this.track(work);
+  }
+
+  private async deliver(chain: Chain, waiter: Waiter, reply: AgentReply): Promise<void> {
+    if (this.disposed) return;
+    const { target } = chain;
+    const body = reply.midRun ? `${stillRunningReminder(target.instance_name, target.id)}\n${reply.text}` : reply.text;
+    const content = wrapAgentMessage(target.agent, target.id, body);
+    const meta = {
+      source: "agent",
+      fromSessionId: target.id,
+      fromAgent: target.agent,
+      instanceName: target.instance_name,
+      correlationId: waiter.correlationId,
+      inReplyTo: waiter.messageId,
+      dispatch_role: reply.role === "seed" ? "msg#1" : "msg#2+",
+      midRun: reply.midRun,
+    };
+    try {
+      await this.deps.sessions.send(waiter.callerId, content, { meta });
+    } catch (error) {
+      if (isVeilError(error) && error.code === "SESSION_SUSPENDED") {
+        // Kept in the durable inbox: the SessionManager delivers it when the caller resumes.
+        const id = this.deps.ids.next("msg");
+        await this.deps.store.addInbox({ id, session_id: waiter.callerId, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
+      } else {
+        this.deps.log.warn("agent reply could not be delivered", { from: target.id, to: waiter.callerId, error: errorMessage(error) });
+        await this.audit(chain, waiter, "agent.undeliverable", { error: errorMessage(error) }).catch(() => undefined);
+        return;
+      }
+    }
+    await this.audit(chain, waiter, "agent.delivered", { role: reply.role, midRun: reply.midRun });
+  }
+
+  private async audit(chain: Chain, waiter: Waiter, kind: string, data: Record<string, unknown>): Promise<void> {
+    await this.deps.store.addAudit({
+      session_id: chain.target.id,
+      kind,
+      data: { ...data, callerId: waiter.callerId, correlationId: waiter.correlationId, messageId: waiter.messageId, role: waiter.role },
+    });
+  }
+
+  /** Assistant steps after `messageId` up to the run's last message. */
+  private async stepsLog(targetId: string, messageId: string, result: RunResult): Promise<string> {
+    const store = this.deps.store;
+    const start = await store.getMessage(messageId);
+    const end = result.messageId ? await store.getMessage(result.messageId) : undefined;
+    const rows = await store.listMessages(targetId, { afterSeq: start?.seq ?? 0 });
+    return formatFullSteps(end ? rows.filter((r) => r.seq <= end.seq) : rows);
+  }
+
+  private forget(chain: Chain, waiter: Waiter): void {
+    if (chain.seed === waiter) chain.seed = null;
+    chain.followers.delete(waiter.correlationId);
+    this.maybeDrop(chain);
+  }
+
+  private maybeDrop(chain: Chain): void {
+    if (chain.seed || chain.followers.size > 0) return;
+    if (this.chains.get(chain.target.id) === chain) this.chains.delete(chain.target.id);
+    chain.unobserve();
+    this.checkSettled();
+  }
+
+  private isSettled(): boolean {
+    return this.chains.size === 0 && this.inFlight.size === 0;
+  }
+
+  private checkSettled(): void {
+    if (this.isSettled()) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private track(work: Promise<void>): void {
+    const guarded = work.catch((error: unknown) => this.deps.log.warn("agent delivery bookkeeping failed", { error: errorMessage(error) }));
+    this.inFlight.add(guarded);
+    void guarded.finally(() => {
+      this.inFlight.delete(guarded);
+      this.checkSettled();
+    });
+  }
+}

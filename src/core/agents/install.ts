@@ -1,0 +1,25 @@
+import type { Runtime } from "../../runtime.js";
+import { MULTI_AGENT_SERVICE, MultiAgentService } from "./service.js";
+
+/**
+ * Feature installer: `runtime.services.multiAgent` (delivery chains, get-summary window)
+ * and `runtime.services.llm` for tools that call the model themselves.
+ */
+export function installMultiAgent(runtime: Runtime): void {
+  const service = runtime.resources.get(
+    MULTI_AGENT_SERVICE,
+    () =>
+      new MultiAgentService({
+        sessions: runtime.sessions,
+        store: runtime.store,
+        llm: runtime.llm,
+        clock: runtime.clock,
+        ids: runtime.ids,
+        log: runtime.log,
+        settings: runtime.config.settings,
+        agents: () => runtime.agents(),
+      }),
+  );
+  runtime.services[MULTI_AGENT_SERVICE] = service;
+  runtime.services.llm ??= runtime.llm;
+}

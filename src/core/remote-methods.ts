@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import { ToolError, VeilError } from "../errors.js";
+import type { Runtime } from "../runtime.js";
+import type { RemoteMethods } from "../tools/custom/remote-methods.js";
+import type { Disposable } from "../tools/types.js";
+import type { Clock } from "./clock.js";
+import type { EventBus } from "./events.js";
+
+/** Manual: "The default timeout is 120 seconds." */
+export const DEFAULT_REMOTE_TIMEOUT_MS = 120_000;
+
+/** Key under which the runtime keeps the service (runtime.services and runtime.resources). */
+export const REMOTE_METHODS_SERVICE = "remoteMethods";
+
+export interface PendingMethod {
+  id: string;
+  sessionId: string;
+  method: string;
+  data: unknown;
+  /** ISO time. */
+  createdAt: string;
+}
+
+export interface RemoteMethodRequest {
+  sessionId: string;
+  method: string;
+  data: unknown;
+  /** default: 120 000 */
+  timeoutMs?: number;
+  /** The tool's signal: its watchdog, cancel and session close abort it. */
+  signal?: AbortSignal;
+}
+
+interface Waiter extends PendingMethod {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+  cleanup(): void;
+}
+
+export interface RemoteMethodServiceDeps {
+  bus: EventBus;
+  clock: Clock;
+  /** default: crypto.randomUUID */
+  newId?: () => string;
+}
+
+/**
+ * In-memory registry of remote methods (manual: "Remote Method Execution").
+ * A custom tool's `_remoteMethodExecution` registers a pending method and waits;
+ * a UI sees `method.pending` (on GET /remote-methods and GET /events) and answers
+ * with POST /remote-methods/:id/result. The first answer wins; every way a method
+ * ends (result, timeout, the tool's abort, session close, shutdown) removes it
+ * and publishes `method.done`, so nothing dangles whichever fires first.
+ */
+export class RemoteMethodService implements RemoteMethods, Disposable {
+  private readonly pending = new Map<string, Waiter>();
+
+  constructor(private readonly deps: RemoteMethodServiceDeps) {}
+
+  execute(request: RemoteMethodRequest): Promise<unknown> {
+    const { sessionId, method, data, signal } = request;
+    const timeoutMs = typeof request.timeoutMs === "number" && Number.isFinite(request.timeoutMs) && request.timeoutMs > 0 ? request.timeoutMs : DEFAULT_REMOTE_TIMEOUT_MS;
+    if (signal?.aborted) return Promise.reject(abortError(method, signal));
+    const id = (this.deps.newId ?? randomUUID)();
+    const createdAt = new Date(this.deps.clock.now()).toISOString();
+    return new Promise<unknown>((resolve, reject) => {
+      let cancelTimer = () => {};
+      const onAbort = () => this.finish(id, false, abortError(method, signal!));
+      const waiter: Waiter = {
+        id,
+        sessionId,
+        method,
+        data,
+        createdAt,
+        resolve,
+        reject,
+        cleanup: () => {
+          cancelTimer();
+          signal?.removeEventListener("abort", onAbort);
+        },
+      };
+      this.pending.set(id, waiter);
+      cancelTimer = this.deps.clock.setTimer(timeoutMs, () =>
+        this.finish(id, true, new ToolError("TIMEOUT", `remote method "${method}" got no result within ${timeoutMs} ms (no UI answered POST /remote-methods/${id}/result)`)),
+      );
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.deps.bus.publish(sessionId, { type: "method.pending", id, method, data, createdAt });
+    });
+  }
+
+  /** Delivers a UI's result. The first call for an id wins; later ones (and unknown ids) return false. */
+  resolve(id: string, result: unknown): boolean {
+    return this.finish(id, false, undefined, result);
+  }
+
+  /** Ends every method of a session (session closed or cancelled); the waiting tools reject. */
+  cancelSession(sessionId: string, reason = "session closed"): number {
+    let count = 0;
+    for (const waiter of [...this.pending.values()]) {
+      if (waiter.sessionId !== sessionId) continue;
+      if (this.finish(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: ${reason}`))) count++;
+    }
+    return count;
+  }
+
+  /** Ids of the methods waiting now, oldest first. */
+  pendingIds(): string[] {
+    return [...this.pending.keys()];
+  }
+
+  /** The waiting methods, oldest first (replayed to a UI that connects). */
+  list(): PendingMethod[] {
+    return [...this.pending.values()].map(({ id, sessionId, method, data, createdAt }) => ({ id, sessionId, method, data, createdAt }));
+  }
+
+  dispose(): void {
+    for (const waiter of [...this.pending.values()]) {
+      this.finish(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: server shutting down`));
+    }
+  }
+
+  /** Removes the method (atomically: the map is the lock), publishes method.done, settles the waiter. */
+  private finish(id: string, timedOut: boolean, error?: Error, result?: unknown): boolean {
+    const waiter = this.pending.get(id);
+    if (!waiter) return false;
+    this.pending.delete(id);
+    waiter.cleanup();
+    this.deps.bus.publish(waiter.sessionId, { type: "method.done", id, timedOut });
+    if (error) waiter.reject(error);
+    else waiter.resolve(result);
+    return true;
+  }
+}
+
+function abortError(method: string, signal: AbortSignal): Error {
+  const reason = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason !== undefined ? String(reason) : "aborted";
+  const code = reason instanceof VeilError && reason.code === "SESSION_CLOSED" ? "SESSION_CLOSED" : "CANCELLED";
+  return new ToolError(code, `remote method "${method}" was abandoned before a result arrived: ${why}`);
+}
+
+export function isRemoteMethodService(value: unknown): value is RemoteMethodService {
+  return value instanceof RemoteMethodService;
+}
+
+/** Feature installer: `runtime.services.remoteMethods`, ended with its session and at shutdown. */
+export function installRemoteMethods(runtime: Runtime): void {
+  const service = runtime.resources.get(REMOTE_METHODS_SERVICE, () => new RemoteMethodService({ bus: runtime.bus, clock: runtime.clock }));
+  runtime.services[REMOTE_METHODS_SERVICE] = service;
+  runtime.sessions.onClose((id) => void service.cancelSession(id));
+}

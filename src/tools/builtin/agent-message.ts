@@ -1,0 +1,77 @@
+import { Type } from "@sinclair/typebox";
+import { noteContactMessage, recordContact } from "../../core/agents/counters.js";
+import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../../core/agents/messages.js";
+import { multiAgent } from "../../core/agents/service.js";
+import { ToolError } from "../../errors.js";
+import { defineTool } from "../define.js";
+import { xmlEnvelope } from "../format.js";
+
+const Params = Type.Object({
+  sessionId: Type.String({ minLength: 1, description: "Session ID of the target sub-agent (from agent_spawn)." }),
+  message: Type.String({ description: "Message content." }),
+  async_inform: Type.Optional(
+    Type.Boolean({
+      description:
+        "If true, return a static notice immediately and dispatch the turn in the background. End your turn after the notice: the sub-agent's response will be delivered as a new user message. A SECOND async_inform to a target with an in-flight dispatch returns the FIRST mid-run text response, NOT the final response. Default false (sync).",
+    }),
+  ),
+  timeout: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description: `Sync-mode timeout in seconds (default ${DEFAULT_SYNC_TIMEOUT_SECONDS}). On timeout you get a TIMEOUT error and the sub-agent keeps running. Ignored with async_inform: true.`,
+    }),
+  ),
+  full_steps: Type.Optional(
+    Type.Boolean({
+      description:
+        "When true, the reply is a per-line log of every assistant text and tool call the sub-agent produced for this message (sync, or an async message that starts a dispatch chain; ignored on follow-up async messages). Default false.",
+    }),
+  ),
+});
+
+/**
+ * The manual's agent_message: sync (new turn on an idle target, injection at the next
+ * boundary of a busy one, with a correlated wait) or async with the asymmetric
+ * delivery rules (core/agents/delivery.ts). Any session may message a session id it
+ * knows, except itself.
+ */
+export const agentMessage = defineTool({
+  name: "agent_message",
+  description:
+    "Send a message to a sub-agent session (the target agent is taken from the session). By default waits for the reply (timeout 600 s). " +
+    "With async_inform: true returns a notice at once and the reply arrives later in your session as a new user message.",
+  params: Params,
+  async execute(input, ctx) {
+    const service = multiAgent(ctx);
+    const { store } = service.deps;
+    if (input.sessionId === ctx.sessionId) {
+      throw new ToolError("VALIDATION_ERROR", "agent_message cannot target your own session; pass a sub-agent's session id");
+    }
+    const target = await service.session(input.sessionId);
+    if (target.status === "closed") throw new ToolError("SESSION_CLOSED", `session ${target.id} is closed; spawn a new sub-agent instead`);
+    if (target.status === "suspended") throw new ToolError("SESSION_SUSPENDED", `session ${target.id} is suspended; it must be resumed before it can receive messages`);
+
+    const content = wrapAgentMessage(ctx.agent.name, ctx.sessionId, input.message);
+    const send = { callerId: ctx.sessionId, target, content, fullSteps: input.full_steps === true, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name } };
+    const head: [string, string | null][] = [
+      ["instance-name", target.instance_name],
+      ["session-id", target.id],
+    ];
+    await recordContact(store, target.id, ctx.sessionId, new Date(ctx.clock.now()).toISOString());
+    if (input.async_inform) {
+      const sent = await service.delivery.sendAsync(send);
+      await noteContactMessage(store, target.id, ctx.sessionId, sent.messageId);
+      return {
+        output: xmlEnvelope([...head, ["notice", asyncNotice(target.instance_name, target.id, sent.role)]]),
+        details: { sessionId: target.id, async: true, dispatchRole: sent.role === "seed" ? "msg#1" : "msg#2+", messageId: sent.messageId },
+      };
+    }
+    const timeoutSeconds = input.timeout ?? DEFAULT_SYNC_TIMEOUT_SECONDS;
+    const reply = await service.delivery.sendSync({ ...send, timeoutMs: timeoutSeconds * 1000, signal: ctx.signal });
+    await noteContactMessage(store, target.id, ctx.sessionId, reply.messageId);
+    return {
+      output: xmlEnvelope([...head, ["finish-reason", reply.finishReason], ["content", reply.text]]),
+      details: { sessionId: target.id, async: false, finishReason: reply.finishReason, source: reply.source, messageId: reply.messageId },
+    };
+  },
+});

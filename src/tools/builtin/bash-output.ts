@@ -1,0 +1,49 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+import { xmlEnvelope } from "../format.js";
+import type { BackgroundPoll } from "../shared/shell/background-shell.js";
+import { findBackground } from "../shared/shell/session-shells.js";
+
+const Params = Type.Object(
+  {
+    shell_id: Type.String({
+      minLength: 1,
+      description: "The shell_id returned from a prior bash call with run_in_background: true.",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const bashOutput = defineTool({
+  name: "bash_output",
+  description:
+    "Poll a background shell (started with bash run_in_background: true) for output produced since the previous poll. " +
+    "Non-blocking: returns whatever is buffered now, plus status (running / exited / killed), the exit code once it ended, and byte totals.",
+  params: Params,
+  readOnly: true,
+  async execute(input: Static<typeof Params>, ctx) {
+    const poll = findBackground(ctx, input.shell_id).poll();
+    return { output: renderPoll(poll), details: { ...poll.state, newBytes: poll.newBytes } };
+  },
+});
+
+/** The XML envelope bash_output answers with (kill_shell reuses it for the final state). */
+export function renderPoll(poll: BackgroundPoll, extra: [string, string | number | null][] = []): string {
+  const { state } = poll;
+  const notes: string[] = [];
+  if (poll.droppedBytes > 0) {
+    notes.push(`[${poll.droppedBytes} bytes of output were dropped unread: the buffer keeps 256 KB between polls. Poll more often or redirect to a file.]`);
+  }
+  if (poll.omittedChars > 0) notes.push(`[${poll.omittedChars} earlier chars of the new output omitted; showing the most recent ones.]`);
+  const text = [...notes, poll.output.replace(/[\r\n]+$/, "")].filter(Boolean).join("\n");
+  return xmlEnvelope([
+    ["shell_id", state.shell_id],
+    ["status", state.status],
+    ["exit_code", state.status === "running" ? undefined : state.exitCode],
+    ["signal", state.signal],
+    ...extra,
+    ["total_bytes", state.totalBytes],
+    ["new_bytes", poll.newBytes],
+    ["output", text || "(no new output)"],
+  ]);
+}

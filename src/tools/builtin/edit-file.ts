@@ -1,0 +1,78 @@
+import { Type } from "@sinclair/typebox";
+import { readFile } from "node:fs/promises";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import { commitWrite, prepareWrite } from "../shared/file-write.js";
+import { readFailure } from "../shared/fs-errors.js";
+import { applyReplacement, describeMiss, lineAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
+import { splitLines } from "../shared/text-view.js";
+
+/** Line numbers listed in a MATCH_NOT_UNIQUE error. */
+const MAX_LISTED_LINES = 20;
+/** Lines of context around the edit in the confirmation snippet. */
+const SNIPPET_CONTEXT = 2;
+const MAX_SNIPPET_LINES = 12;
+
+const Params = Type.Object(
+  {
+    file: Type.String({ description: "Absolute path to the file (a path relative to the workspace root also works)" }),
+    old_string: Type.String({ description: "Exact text to replace (must be unique unless replace_all is true)" }),
+    new_string: Type.String({ description: "Replacement text" }),
+    replace_all: Type.Optional(Type.Boolean({ description: "If true, replaces all occurrences of old_string. Default false." })),
+  },
+  { additionalProperties: false },
+);
+
+export const editFile = defineTool({
+  name: "edit_file",
+  description:
+    "Patch a file by replacing an exact string. old_string must match the file EXACTLY, including every space, tab and " +
+    "newline (copy it from read_file output without the line-number prefix), and be unique unless replace_all is true. " +
+    "The file must have been read with read_file in this session.",
+  params: Params,
+  async execute(input, ctx) {
+    if (input.old_string === "") {
+      throw new ToolError("VALIDATION_ERROR", "old_string must not be empty. To create a file or replace its whole content, use write_file.");
+    }
+    if (input.old_string === input.new_string) {
+      throw new ToolError("VALIDATION_ERROR", "old_string and new_string are identical; there is nothing to change.");
+    }
+    const target = await prepareWrite(ctx, input.file);
+    if (!target.exists) throw new ToolError("FILE_NOT_FOUND", `No such file: ${target.requested}. Use write_file to create it.`);
+    const content = await readFile(target.real, "utf8").catch((error) => {
+      throw readFailure(error, target.requested);
+    });
+
+    const plan = planReplacement(content, input.old_string, input.new_string);
+    if (plan.positions.length === 0) {
+      const closest = describeMiss(content, input.old_string);
+      throw new ToolError("MATCH_NOT_FOUND", `old_string not found in ${target.requested}.${closest ? `\n\n${closest}` : ""}`);
+    }
+    if (plan.positions.length > 1 && !input.replace_all) {
+      const lines = plan.positions.map((at) => lineAt(content, at));
+      const listed = lines.slice(0, MAX_LISTED_LINES).join(", ") + (lines.length > MAX_LISTED_LINES ? ", …" : "");
+      throw new ToolError(
+        "MATCH_NOT_UNIQUE",
+        `old_string appears ${plan.positions.length} times in ${target.requested} (lines ${listed}). Include more surrounding context to make it unique, or set replace_all to true.`,
+      );
+    }
+
+    const updated = applyReplacement(content, plan, input.replace_all ?? false);
+    await commitWrite(ctx, target, updated);
+    const replacements = input.replace_all ? plan.positions.length : 1;
+    return {
+      output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${snippet(updated, plan.positions[0]!, plan.replace)}`,
+      details: { path: target.requested, realPath: target.real, replacements, crlf: plan.search !== input.old_string },
+    };
+  },
+});
+
+/** The first edited region with a little context, as read_file would number it. */
+function snippet(updated: string, at: number, inserted: string): string {
+  const lines = splitLines(updated);
+  const first = lineAt(updated, at);
+  const last = first + Math.max(0, splitLines(inserted).length - 1);
+  const from = first - SNIPPET_CONTEXT;
+  const to = Math.min(last + SNIPPET_CONTEXT, from + MAX_SNIPPET_LINES - 1);
+  return numberedRegion(lines, from, to);
+}

@@ -1,0 +1,67 @@
+import { Type } from "@sinclair/typebox";
+import { isAbsolute, join, relative } from "node:path";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import { displayPath, isReadProtected, isWithin, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
+import { statForTool } from "../shared/fs-errors.js";
+import { globFiles } from "../shared/glob-search.js";
+import { ripgrepPath } from "../shared/ripgrep.js";
+import { comparePaths, skippedDirs } from "../shared/file-walk.js";
+
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 5000;
+
+const Params = Type.Object(
+  {
+    pattern: Type.String({ description: "Glob pattern (e.g. `**/*.js`, `src/*.ts`)" }),
+    cwd: Type.Optional(Type.String({ description: "Base directory (default: workspace root)" })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, description: `Max results (default: ${DEFAULT_LIMIT})` })),
+  },
+  { additionalProperties: false },
+);
+
+export const glob = defineTool({
+  name: "glob",
+  description:
+    "Find files by glob pattern (`**` crosses folders; `*.ts` matches only in the base folder, `**/*.ts` everywhere). " +
+    "Results are paths relative to cwd, newest modification first. Hidden files are included; .gitignore is not " +
+    "applied; .git and node_modules are skipped unless the pattern names node_modules.",
+  params: Params,
+  readOnly: true,
+  async execute(input, ctx) {
+    const cwd = input.cwd === undefined ? ctx.workspace : resolveToolPath(ctx.workspace, input.cwd);
+    const cwdStats = await statForTool(cwd, "directory");
+    if (!cwdStats.isDirectory()) throw new ToolError("NOT_A_DIRECTORY", `cwd ${cwd} is not a directory.`);
+    const pattern = relativePattern(cwd, input.pattern);
+    const limit = input.limit ?? DEFAULT_LIMIT;
+
+    const policy = pathPolicyFromContext(ctx);
+    const rg = await ripgrepPath(ctx);
+    const engine = rg ? "rg" : "node";
+    const skipDirs = skippedDirs(displayPath(ctx.workspace, cwd), pattern);
+    const found = await globFiles({ cwd, pattern, skipDirs, rg, signal: ctx.signal });
+    // The runtime's secret and database files are not surfaced (the DB would always be "newest").
+    const dated = found.filter((match) => !isReadProtected(policy, join(cwd, match.path)));
+    if (ctx.signal.aborted) throw new ToolError("CANCELLED", "glob was cancelled.");
+    dated.sort((a, b) => b.mtime - a.mtime || comparePaths(a.path, b.path));
+    const shown = dated.slice(0, limit).map((entry) => entry.path);
+
+    if (shown.length === 0) {
+      return { output: `No files found matching "${input.pattern}" in ${cwd}.`, details: { cwd, total: 0, engine } };
+    }
+    const footer =
+      dated.length > shown.length
+        ? `\n\n(Showing ${shown.length} of ${dated.length} matching files, newest first. Narrow the pattern or raise limit to see more.)`
+        : "";
+    return { output: shown.join("\n") + footer, details: { cwd, total: dated.length, shown: shown.length, truncated: dated.length > shown.length, engine } };
+  },
+});
+
+/** An absolute pattern inside cwd becomes relative; one outside it cannot be searched from cwd. */
+function relativePattern(cwd: string, pattern: string): string {
+  if (!isAbsolute(pattern)) return pattern;
+  if (!isWithin(cwd, pattern)) {
+    throw new ToolError("VALIDATION_ERROR", `pattern ${pattern} is absolute and not under cwd ${cwd}; pass its folder as cwd and a relative pattern.`);
+  }
+  return relative(cwd, pattern);
+}

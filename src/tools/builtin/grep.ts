@@ -1,0 +1,121 @@
+import { Type } from "@sinclair/typebox";
+import { basename, dirname, join } from "node:path";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import { displayPath, guardRead, isReadProtected, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
+import { statForTool } from "../shared/fs-errors.js";
+import { comparePaths, skippedDirs } from "../shared/file-walk.js";
+import { grepSearch, type GrepFile } from "../shared/grep-search.js";
+import { ripgrepPath } from "../shared/ripgrep.js";
+import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
+
+/** A matched line longer than this is cut (minified files). */
+const MAX_LINE_CHARS = 500;
+const MAX_CONTEXT_LINES = 20;
+/** Raw match text gathered before the search stops early. */
+const MAX_COLLECT_CHARS = 2_000_000;
+
+const Params = Type.Object(
+  {
+    pattern: Type.String({ description: "Search pattern (regex or literal)" }),
+    path: Type.String({ description: "File or directory to search (absolute, or relative to the workspace root)" }),
+    recursive: Type.Optional(Type.Boolean({ description: "Search subdirectories (default: false)" })),
+    case_sensitive: Type.Optional(Type.Boolean({ description: "Case-sensitive match (default: false)" })),
+    fixed_strings: Type.Optional(Type.Boolean({ description: "Treat pattern as literal string (default: false)" })),
+    include: Type.Optional(Type.String({ description: "Glob to filter files (e.g. `*.js`; a glob with `/` matches paths relative to path)" })),
+    context_lines: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_CONTEXT_LINES, description: `Lines of context around each match (max ${MAX_CONTEXT_LINES})` }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const grep = defineTool({
+  name: "grep",
+  description:
+    "Search file contents with a regex (or a literal with fixed_strings). Output lines are `path:line:text`; context " +
+    "lines are `path-line-text`. Case-insensitive unless case_sensitive. Without recursive only the files directly in " +
+    "path are searched. Hidden files are searched; .git, node_modules and binary files are skipped.",
+  params: Params,
+  readOnly: true,
+  async execute(input, ctx) {
+    const policy = pathPolicyFromContext(ctx);
+    const target = resolveToolPath(ctx.workspace, input.path);
+    await guardRead(policy, target);
+    const stats = await statForTool(target);
+    const isFile = !stats.isDirectory();
+    if (isFile && !stats.isFile()) throw new ToolError("NOT_A_FILE", `${target} is not a regular file or directory.`);
+    const root = isFile ? dirname(target) : target;
+    const context = input.context_lines ?? 0;
+    const rg = await ripgrepPath(ctx);
+    const engine = rg ? "rg" : "node";
+
+    const result = await grepSearch({
+      root,
+      file: isFile ? basename(target) : undefined,
+      pattern: input.pattern,
+      caseSensitive: input.case_sensitive ?? false,
+      fixedStrings: input.fixed_strings ?? false,
+      include: input.include,
+      context,
+      recursive: input.recursive ?? false,
+      skipDirs: skippedDirs(displayPath(ctx.workspace, target)),
+      isProtected: (absolute) => isReadProtected(policy, absolute),
+      rg,
+      signal: ctx.signal,
+      maxCollectChars: MAX_COLLECT_CHARS,
+    });
+    if (ctx.signal.aborted) throw new ToolError("CANCELLED", "grep was cancelled.");
+
+    const prefix = displayPath(ctx.workspace, root);
+    const show = (path: string) => (prefix === "." ? path : join(prefix, path));
+    result.files.sort((a, b) => comparePaths(a.path, b.path));
+    const rendered = renderMatches(result.files, show, context > 0);
+    const where = displayPath(ctx.workspace, target);
+    if (rendered.matches === 0) {
+      const hint = isFile || input.recursive ? "" : " Subdirectories were not searched; set recursive to include them.";
+      const place = where === "." ? "the workspace root" : where;
+      return { output: `No matches found for "${input.pattern}" in ${place}.${hint}`, details: { matches: 0, files: 0, engine } };
+    }
+    const notes: string[] = [];
+    if (rendered.cut) {
+      notes.push(
+        `[Output truncated at ${MAX_OUTPUT_CHARS} chars: showing ${rendered.shownMatches} of ${rendered.matches} matching lines in ${result.files.length} files. Narrow the pattern, path or include glob.]`,
+      );
+    }
+    if (result.partial) notes.push(`[Search stopped early: too many matches. Results are incomplete; narrow the pattern, path or include glob.]`);
+    return {
+      output: rendered.text + (notes.length ? `\n\n${notes.join("\n")}` : ""),
+      details: { matches: rendered.matches, files: result.files.length, truncated: rendered.cut || result.partial, engine },
+    };
+  },
+});
+
+/** `path:n:text` for matches, `path-n-text` for context, `--` between separate groups. */
+function renderMatches(files: GrepFile[], show: (path: string) => string, separators: boolean) {
+  const out: string[] = [];
+  let chars = 0;
+  let matches = 0;
+  let shownMatches = 0;
+  let cut = false;
+  for (const file of files) {
+    const name = show(file.path);
+    let previous = -1;
+    for (const line of file.lines) {
+      if (line.match) matches++;
+      if (cut) continue;
+      if (separators && out.length > 0 && line.n !== previous + 1) out.push("--");
+      previous = line.n;
+      const text = line.text.length > MAX_LINE_CHARS ? `${line.text.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line.text;
+      const rendered = `${name}${line.match ? ":" : "-"}${line.n}${line.match ? ":" : "-"}${text}`;
+      if (chars + rendered.length + 1 > MAX_OUTPUT_CHARS) {
+        cut = true;
+        continue;
+      }
+      out.push(rendered);
+      chars += rendered.length + 1;
+      if (line.match) shownMatches++;
+    }
+  }
+  return { text: out.join("\n"), matches, shownMatches, cut };
+}

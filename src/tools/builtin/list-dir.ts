@@ -1,0 +1,118 @@
+import { Type } from "@sinclair/typebox";
+import { readdir, readlink, stat } from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import { join } from "node:path";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import { resolveToolPath } from "../shared/path-guard.js";
+import { statForTool } from "../shared/fs-errors.js";
+import { formatSize } from "../shared/text-view.js";
+import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
+
+/** Entries shown before the listing is cut. */
+const MAX_ENTRIES = 1000;
+/** Listed in recursive mode but never descended into. */
+const NOT_DESCENDED = new Set([".git", "node_modules"]);
+
+const Params = Type.Object(
+  {
+    dir: Type.String({ description: "Directory path (absolute, or relative to the workspace root)" }),
+    recursive: Type.Optional(Type.Boolean({ description: "Include subdirectories (default: false)" })),
+  },
+  { additionalProperties: false },
+);
+
+interface Entry {
+  /** Path relative to the listed directory; folders end in `/`. */
+  path: string;
+  type: "dir" | "file" | "symlink" | "other";
+  size?: number;
+  target?: string;
+}
+
+export const listDir = defineTool({
+  name: "list_dir",
+  description:
+    "List a directory: directories first (trailing slash), then files with sizes; symlinks shown as `name -> target`. " +
+    `recursive walks subdirectories (not the contents of .git or node_modules). At most ${MAX_ENTRIES} entries.`,
+  params: Params,
+  readOnly: true,
+  async execute(input, ctx) {
+    const dir = resolveToolPath(ctx.workspace, input.dir);
+    const stats = await statForTool(dir, "directory");
+    if (!stats.isDirectory()) throw new ToolError("NOT_A_DIRECTORY", `${dir} is not a directory. Use read_file to read a file.`);
+
+    const entries: Entry[] = [];
+    const skipped: string[] = [];
+    let cut = false;
+    const visit = async (absolute: string, prefix: string): Promise<void> => {
+      const children = await readdir(absolute, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+        if (prefix === "") throw new ToolError("PERMISSION_DENIED", `Cannot list ${absolute}: ${error.code ?? error.message}`);
+        return [] as Dirent[];
+      });
+      children.sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const child of children) {
+        if (entries.length >= MAX_ENTRIES) {
+          cut = true;
+          return;
+        }
+        const rel = prefix + child.name;
+        const full = join(absolute, child.name);
+        if (child.isDirectory()) {
+          entries.push({ path: `${rel}/`, type: "dir" });
+          if (!input.recursive) continue;
+          if (NOT_DESCENDED.has(child.name)) skipped.push(`${rel}/`);
+          else await visit(full, `${rel}/`);
+        } else if (child.isSymbolicLink()) {
+          const target = await readlink(full).catch(() => "?");
+          const pointsTo = await stat(full).catch(() => undefined);
+          const suffix = pointsTo ? (pointsTo.isDirectory() ? "/" : "") : " (broken)";
+          entries.push({ path: rel, type: "symlink", target: `${target}${suffix}`, size: pointsTo?.isFile() ? pointsTo.size : undefined });
+        } else if (child.isFile()) {
+          const size = await stat(full).then((s) => s.size).catch(() => undefined);
+          entries.push({ path: rel, type: "file", size });
+        } else {
+          entries.push({ path: rel, type: "other" });
+        }
+      }
+    };
+    await visit(dir, "");
+
+    const rendered = entries.map(renderEntry);
+    let body = rendered.join("\n");
+    if (body.length > MAX_OUTPUT_CHARS) {
+      const kept: string[] = [];
+      let chars = 0;
+      for (const line of rendered) {
+        if (chars + line.length + 1 > MAX_OUTPUT_CHARS) break;
+        kept.push(line);
+        chars += line.length + 1;
+      }
+      body = kept.join("\n");
+      cut = true;
+      rendered.length = kept.length;
+    }
+    const notes: string[] = [];
+    if (entries.length === 0) notes.push("(empty directory)");
+    if (skipped.length) notes.push(`(Contents not listed for: ${skipped.join(", ")})`);
+    if (cut) notes.push(`(Listing cut at ${rendered.length} entries. List a subdirectory, or use glob to narrow it down.)`);
+    const header = dir.endsWith("/") ? dir : `${dir}/`;
+    return {
+      output: [header, body, ...notes].filter((part) => part !== "").join("\n"),
+      details: { path: dir, entries: rendered.length, truncated: cut, skipped },
+    };
+  },
+});
+
+function renderEntry(entry: Entry): string {
+  switch (entry.type) {
+    case "dir":
+      return entry.path;
+    case "file":
+      return entry.size === undefined ? entry.path : `${entry.path}  (${formatSize(entry.size)})`;
+    case "symlink":
+      return `${entry.path} -> ${entry.target}${entry.size === undefined ? "" : `  (${formatSize(entry.size)})`}`;
+    default:
+      return `${entry.path}  (special file)`;
+  }
+}

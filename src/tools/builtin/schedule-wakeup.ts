@@ -1,0 +1,59 @@
+import { Type } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+
+const Params = Type.Object(
+  {
+    time: Type.Union([Type.String(), Type.Number()], {
+      description: 'Delay: "30m", "90s", "2h", or a bare number (= minutes, decimals allowed: "0.5"). "0" disables and removes any existing schedule. Longest: 30 days.',
+    }),
+    message: Type.Optional(
+      Type.String({ description: "Text delivered to you as a new user turn when the timer fires. Required when time > 0." }),
+    ),
+    loop: Type.Optional(Type.Boolean({ description: "If true, re-arm and fire every `time` until cancelled. Default false." })),
+  },
+  { additionalProperties: false },
+);
+
+/** The shape of `ctx.services.wakeups` this tool needs (core/wakeups.ts implements it). */
+interface WakeupScheduler {
+  arm(sessionId: string, input: { time: string | number; message?: string; loop?: boolean }): Promise<{ time: string; message: string; loop: boolean; nextFireAt: string; intervalMs: number } | null>;
+  cancel(sessionId: string): Promise<boolean>;
+  get(sessionId: string): Promise<unknown>;
+}
+
+function isScheduler(value: unknown): value is WakeupScheduler {
+  const v = value as WakeupScheduler | undefined;
+  return typeof v?.arm === "function" && typeof v.cancel === "function" && typeof v.get === "function";
+}
+
+/**
+ * The manual's `schedule_wakeup`: one schedule per session (arming replaces),
+ * `"0"` cancels, `loop` re-arms. Delivery, persistence and the suspended/closed
+ * rules live in the runtime's wake-up service.
+ */
+export const scheduleWakeup = defineTool({
+  name: "schedule_wakeup",
+  description:
+    "Schedule a self wake-up. After the delay elapses, the runtime injects `message` as a new user turn on this session, so you resume autonomously after ending your current turn. One schedule per session: arming a new one replaces the previous. `loop: true` repeats every `time` until cancelled; `time: \"0\"` cancels.",
+  params: Params,
+  async execute(input, ctx) {
+    const wakeups = ctx.services.wakeups;
+    if (!isScheduler(wakeups)) throw new ToolError("TOOL_CONTEXT_INVALID", "schedule_wakeup is not available: this runtime has no wake-up service");
+    const replacing = (await wakeups.get(ctx.sessionId)) !== null;
+    const info = await wakeups.arm(ctx.sessionId, { time: input.time, message: input.message, loop: input.loop });
+    if (!info) {
+      return {
+        output: replacing ? "Wake-up cancelled; no schedule remains for this session." : "No wake-up was scheduled; nothing to cancel.",
+        details: { cancelled: replacing, wakeup: null },
+      };
+    }
+    const when = info.loop ? `every ${info.time}, first at ${info.nextFireAt}` : `in ${info.time}, at ${info.nextFireAt}`;
+    const lines = [
+      `${info.loop ? "Looping wake-up" : "Wake-up"} scheduled ${when}. The message will arrive as a new user turn: ${JSON.stringify(info.message)}`,
+      replacing ? "It replaced the previous schedule of this session." : "",
+      info.loop ? 'Cancel it with schedule_wakeup({ time: "0" }).' : "",
+    ];
+    return { output: lines.filter(Boolean).join("\n"), details: { wakeup: info, replaced: replacing } };
+  },
+});

@@ -1,0 +1,57 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import type { TodoItem } from "../../store/store.js";
+import { renderTodos } from "./todo-read.js";
+
+const MAX_TODOS = 200;
+
+const Todo = Type.Object(
+  {
+    id: Type.String({ minLength: 1, description: 'Stable identifier of the item, unique within the list (e.g. "1").' }),
+    content: Type.String({ minLength: 1, description: "What the task is, in one line." }),
+    status: Type.Unsafe<TodoItem["status"]>({
+      type: "string",
+      enum: ["pending", "in_progress", "completed"],
+      description: '"pending", "in_progress" or "completed".',
+    }),
+    priority: Type.Unsafe<TodoItem["priority"]>({
+      type: "string",
+      enum: ["high", "medium", "low"],
+      description: '"high", "medium" or "low".',
+    }),
+  },
+  { description: "One todo item; other fields are ignored." },
+);
+
+const Params = Type.Object({
+  todos: Type.Array(Todo, {
+    maxItems: MAX_TODOS,
+    description: "The whole todo list; it replaces the previous one (send [] to clear it).",
+  }),
+});
+
+export const todoWrite = defineTool({
+  name: "todo_write",
+  description:
+    "Write the structured todo list for the current task. Send the whole list each time (it replaces the previous one); " +
+    "mark one item in_progress while you work on it and completed when done.",
+  params: Params,
+  async execute(input: Static<typeof Params>, ctx) {
+    const seen = new Map<string, number>();
+    input.todos.forEach((todo, i) => {
+      const first = seen.get(todo.id);
+      if (first !== undefined) {
+        throw new ToolError(
+          "VALIDATION_ERROR",
+          `duplicate todo id "${todo.id}" (items ${first + 1} and ${i + 1}); every todo needs a unique id. Rewrite the list with distinct ids.`,
+        );
+      }
+      seen.set(todo.id, i);
+    });
+    const todos: TodoItem[] = input.todos.map(({ id, content, status, priority }) => ({ id, content, status, priority }));
+    await ctx.store.setTodos(ctx.sessionId, todos);
+    ctx.emit({ type: "todo.updated", todos });
+    return { output: renderTodos(todos), details: { todos } };
+  },
+});

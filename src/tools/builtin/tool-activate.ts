@@ -1,0 +1,28 @@
+import { Type } from "@sinclair/typebox";
+import { ToolError } from "../../errors.js";
+import { defineTool } from "../define.js";
+import { sessionToolset } from "./tool-search.js";
+
+const Params = Type.Object(
+  {
+    name: Type.String({ description: "Exact tool name to activate (as returned by tool_search)" }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * Tier 4: puts a custom tool's schema into tools[] from the next model call on.
+ * Deviation from the manual: a tool the agent's mode does not allow answers
+ * PERMISSION_DENIED instead of a false `{ activated }`.
+ */
+export const toolActivate = defineTool({
+  name: "tool_activate",
+  description:
+    "Make a custom tool callable by loading its full schema into the active tool list (from your next step on). Call this after tool_search once you have decided to use a tool.",
+  params: Params,
+  async execute(input, ctx) {
+    const result = await sessionToolset(ctx).activate(input.name);
+    if (!result.ok) throw new ToolError(result.code, result.message);
+    return { output: JSON.stringify({ activated: result.name }), details: { name: result.name, already: result.already } };
+  },
+});

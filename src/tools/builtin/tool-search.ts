@@ -1,0 +1,60 @@
+import { Type } from "@sinclair/typebox";
+import { ToolError } from "../../errors.js";
+import { defineTool } from "../define.js";
+import { SessionToolset } from "../registry.js";
+import type { RegisteredTool, ToolContext } from "../types.js";
+
+/** Matches returned in full; more are counted, not shown (schemas are long). */
+const MAX_RESULTS = 20;
+
+const Params = Type.Object(
+  {
+    query: Type.String({ description: "Search term (matches name and description; every word must match, case-insensitive)" }),
+  },
+  { additionalProperties: false },
+);
+
+/** Tier 3: reads full schemas of built-in and custom tools. Activates nothing. */
+export const toolSearch = defineTool({
+  name: "tool_search",
+  description:
+    "Search the available tools (built-in and custom) by name and description. Returns the full schemas (name, description, input_schema) of the matches. Read-only: searching does not make a tool callable; call tool_activate for that.",
+  params: Params,
+  readOnly: true,
+  async execute(input, ctx) {
+    const toolset = sessionToolset(ctx);
+    const words = input.query.toLowerCase().split(/\s+/).filter(Boolean);
+    const matches = toolset
+      .searchable()
+      .map((tool) => ({ tool, rank: rank(tool, words) }))
+      .filter((m) => m.rank >= 0)
+      .sort((a, b) => b.rank - a.rank || a.tool.name.localeCompare(b.tool.name));
+    const shown = matches.slice(0, MAX_RESULTS).map(({ tool }) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }));
+    const text = JSON.stringify(shown, null, 2);
+    const more = matches.length - shown.length;
+    return {
+      output: more > 0 ? `${text}\n\n[${more} more tools match; use a more specific query]` : text,
+      details: { query: input.query, matches: matches.length },
+    };
+  },
+});
+
+/** -1 when a word is missing; otherwise higher when words hit the name. */
+function rank(tool: RegisteredTool, words: string[]): number {
+  const name = tool.name.toLowerCase();
+  const haystack = `${name} ${name.replace(/[_-]/g, " ")} ${tool.description.toLowerCase()}`;
+  let score = 0;
+  for (const word of words) {
+    if (!haystack.includes(word)) return -1;
+    if (name.includes(word)) score += 2;
+    else score += 1;
+  }
+  if (words.length > 0 && name === words.join("_")) score += 10;
+  return score;
+}
+
+export function sessionToolset(ctx: ToolContext): SessionToolset {
+  const toolset = ctx.services.toolset;
+  if (!(toolset instanceof SessionToolset)) throw new ToolError("TOOL_CONTEXT_INVALID", "this run has no tool registry (ctx.services.toolset)");
+  return toolset;
+}

@@ -1,0 +1,162 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
+import type { ToolContext } from "../types.js";
+import { preview } from "../format.js";
+import { fetchOptionsFromContext, parseFetchUrl, safeFetch, type FetchedResponse } from "../shared/web/safe-fetch.js";
+import { decodeText, mimeType, responseToText } from "../shared/web/body-text.js";
+import { PageCache, type CachedDocument } from "../shared/web/page-cache.js";
+
+/** Text-mode page size, from the manual. */
+export const PAGE_SIZE = 50_000;
+/** json and base64 are not paginated; their output stops here. */
+const MAX_UNPAGED_CHARS = PAGE_SIZE;
+const PAGE_CACHE_KEY = "web_fetch.pages";
+
+const Params = Type.Object({
+  url: Type.String({ minLength: 1, description: "The http:// or https:// URL to fetch." }),
+  mode: Type.Optional(
+    Type.Unsafe<"text" | "json" | "base64">({
+      type: "string",
+      enum: ["text", "json", "base64"],
+      description: '"text" (default): readable text, HTML tags stripped; "json": parsed and pretty-printed; "base64": the raw bytes, base64-encoded.',
+    }),
+  ),
+  page: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description: `1-indexed page (default 1). Text responses are paginated at ${PAGE_SIZE} chars per page; only honored in text mode.`,
+    }),
+  ),
+});
+
+export const webFetch = defineTool({
+  name: "web_fetch",
+  description:
+    "Fetch a URL over http(s). Text mode (default) returns the page's readable text as light markdown, " +
+    `paginated at ${PAGE_SIZE} chars (ask for page N to continue; later pages come from a cache). ` +
+    "Private, loopback and link-local addresses are refused.",
+  params: Params,
+  readOnly: true,
+  async execute(input: Static<typeof Params>, ctx) {
+    const mode = input.mode ?? "text";
+    const url = parseFetchUrl(input.url);
+    if (mode === "text") return fetchText(url, input.page ?? 1, ctx);
+
+    const response = await fetchChecked(url.href, ctx);
+    const details = responseDetails(response, mode);
+    if (mode === "json") {
+      const text = decodeText(response.body, response.contentType).replace(/^\uFEFF/, "");
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (error) {
+        throw new ToolError(
+          "FETCH_ERROR",
+          `response from ${response.finalUrl} is not valid JSON (content type ${mimeType(response.contentType) || "none"}): ` +
+            `${(error as Error).message}. Body starts: ${JSON.stringify(preview(text, 120))}`,
+        );
+      }
+      const pretty = JSON.stringify(value, null, 2) ?? "null";
+      if (pretty.length <= MAX_UNPAGED_CHARS) return { output: pretty, details };
+      return {
+        output:
+          `${pretty.slice(0, MAX_UNPAGED_CHARS)}\n\n[Output truncated: showing first ${MAX_UNPAGED_CHARS} of ${pretty.length} chars. ` +
+          `json mode is not paginated; call web_fetch with mode "text" and page:N to read the whole document.]`,
+        details: { ...details, truncated: true },
+      };
+    }
+    const encoded = response.body.toString("base64");
+    if (encoded.length > MAX_UNPAGED_CHARS) {
+      throw new ToolError(
+        "FETCH_ERROR",
+        `response from ${response.finalUrl} is ${response.body.length} bytes; base64 mode returns at most ` +
+          `${(MAX_UNPAGED_CHARS / 4) * 3} bytes (${MAX_UNPAGED_CHARS} chars). Download large files with a shell command instead.`,
+      );
+    }
+    return { output: encoded, details };
+  },
+});
+
+async function fetchText(url: URL, page: number, ctx: ToolContext) {
+  const cache = ctx.session.get(PAGE_CACHE_KEY, () => new PageCache());
+  let doc = cache.get(url.href, ctx.clock.now());
+  const cached = doc !== undefined;
+  if (!doc) {
+    const response = await fetchChecked(url.href, ctx);
+    const converted = responseToText(response);
+    doc = {
+      url: url.href,
+      finalUrl: response.finalUrl,
+      status: response.status,
+      contentType: response.contentType,
+      bytes: response.body.length,
+      text: converted.length > 0 ? converted : `(${response.finalUrl} returned no readable text — HTTP ${response.status}, ${response.body.length} bytes)`,
+    };
+    cache.set(url.href, doc, ctx.clock.now());
+  }
+  return { output: renderPage(doc, page), details: { ...docDetails(doc), page, pages: pageCount(doc.text), cached } };
+}
+
+function pageCount(text: string): number {
+  return Math.max(1, Math.ceil(text.length / PAGE_SIZE));
+}
+
+/** One page with the manual's header and footer; a single-page document is returned bare. */
+export function renderPage(doc: CachedDocument, page: number): string {
+  const total = doc.text.length;
+  const pages = pageCount(doc.text);
+  if (page > pages) {
+    throw new ToolError(
+      "VALIDATION_ERROR",
+      `page ${page} is out of range: ${doc.url} has ${pages} page${pages === 1 ? "" : "s"} (${total} chars at ${PAGE_SIZE} per page)`,
+    );
+  }
+  if (pages === 1) return doc.text;
+  const start = boundary(doc.text, (page - 1) * PAGE_SIZE);
+  const end = boundary(doc.text, page * PAGE_SIZE);
+  const body = doc.text.slice(start, end);
+  const footer =
+    page < pages
+      ? `[More content available — call web_fetch again with page:${page + 1} to read chars ${end + 1}–${Math.min(total, boundary(doc.text, (page + 1) * PAGE_SIZE))} of ${total}]`
+      : `[End of content — page ${page} of ${pages}]`;
+  return `[Page ${page} of ${pages} — total ${total} chars]\n\n${body}\n\n${footer}`;
+}
+
+/** A cut position that does not split a surrogate pair. */
+function boundary(text: string, index: number): number {
+  if (index <= 0) return 0;
+  if (index >= text.length) return text.length;
+  const code = text.charCodeAt(index - 1);
+  return code >= 0xd800 && code <= 0xdbff ? index + 1 : index;
+}
+
+/** Fetches and turns HTTP error statuses into FETCH_ERROR. */
+async function fetchChecked(url: string, ctx: ToolContext): Promise<FetchedResponse> {
+  const response = await safeFetch(url, fetchOptionsFromContext(ctx));
+  if (response.status >= 400) {
+    const text = decodeText(response.body, response.contentType).replace(/\s+/g, " ").trim();
+    throw new ToolError(
+      "FETCH_ERROR",
+      `HTTP ${response.status} from ${response.finalUrl}${text ? `: ${preview(text, 300)}` : ""}`,
+      { details: { status: response.status } },
+    );
+  }
+  return response;
+}
+
+function responseDetails(response: FetchedResponse, mode: string): Record<string, unknown> {
+  return {
+    mode,
+    url: response.requestedUrl,
+    finalUrl: response.finalUrl,
+    status: response.status,
+    contentType: response.contentType,
+    bytes: response.body.length,
+    redirects: response.redirects,
+  };
+}
+
+function docDetails(doc: CachedDocument): Record<string, unknown> {
+  return { mode: "text", url: doc.url, finalUrl: doc.finalUrl, status: doc.status, contentType: doc.contentType, bytes: doc.bytes, totalChars: doc.text.length };
+}

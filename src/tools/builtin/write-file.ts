@@ -1,0 +1,32 @@
+import { Type } from "@sinclair/typebox";
+import { defineTool } from "../define.js";
+import { commitWrite, prepareWrite } from "../shared/file-write.js";
+import { formatSize } from "../shared/text-view.js";
+
+const Params = Type.Object(
+  {
+    file: Type.String({ description: "Absolute path to the file (a path relative to the workspace root also works)" }),
+    content: Type.String({ description: "Content to write" }),
+  },
+  { additionalProperties: false },
+);
+
+export const writeFile = defineTool({
+  name: "write_file",
+  description:
+    "Create or overwrite a file (parent folders are created). An existing file must have been read with read_file " +
+    "in this session first, and is refused if it changed on disk since. The write is atomic and goes through symlinks.",
+  params: Params,
+  async execute(input, ctx) {
+    const target = await prepareWrite(ctx, input.file);
+    await commitWrite(ctx, target, input.content);
+    const bytes = Buffer.byteLength(input.content);
+    const lines = input.content === "" ? 0 : input.content.split("\n").length - (input.content.endsWith("\n") ? 1 : 0);
+    const verb = target.exists ? "Wrote" : "Created";
+    const via = target.real === target.requested ? "" : ` (through symlink to ${target.real})`;
+    return {
+      output: `${verb} ${target.requested}${via}: ${lines} lines, ${formatSize(bytes)}.`,
+      details: { path: target.requested, realPath: target.real, created: !target.exists, bytes, lines },
+    };
+  },
+});

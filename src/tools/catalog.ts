@@ -1,0 +1,47 @@
+import type { AgentConfig } from "../config/types.js";
+import { isToolAllowedWithCustom, modeConfig } from "../core/permissions.js";
+import type { BrokenToolFolder, CustomToolSource } from "./registry.js";
+import type { RegisteredTool } from "./types.js";
+
+export interface ToolListing {
+  name: string;
+  description: string;
+  tier: "builtin" | "custom";
+  scope?: "agent" | "project" | "global";
+  folder?: string;
+  /**
+   * always: a built-in in tools[] every call; pre-activated: a custom tool in tools[]
+   * from turn one; available: in the tier-2 summary, callable after tool_activate;
+   * forbidden: the mode's allowlist / disallowedTools refuses it.
+   */
+  state: "always" | "pre-activated" | "available" | "forbidden";
+  input_schema: Record<string, unknown>;
+}
+
+export interface ToolCatalog {
+  tools: ToolListing[];
+  broken: BrokenToolFolder[];
+}
+
+/** Every tool an agent could see in a mode, with its tier and state (GET /tools, `veil tools`). */
+export async function describeTools(options: { builtins: readonly RegisteredTool[]; customTools: CustomToolSource; agent: AgentConfig; mode?: string }): Promise<ToolCatalog> {
+  const modeName = options.mode ?? "chat";
+  const mode = modeConfig(options.agent, modeName);
+  const builtinNames = new Set(options.builtins.map((t) => t.name));
+  const custom = (await options.customTools.discover(options.agent)).filter((t) => !builtinNames.has(t.name));
+  const customNames = new Set(custom.map((t) => t.name));
+  const allowed = (name: string) => isToolAllowedWithCustom(mode, name, customNames);
+  const tools: ToolListing[] = [];
+  for (const tool of options.builtins) {
+    tools.push({ ...base(tool), state: allowed(tool.name) ? "always" : "forbidden" });
+  }
+  for (const tool of [...custom].sort((a, b) => a.name.localeCompare(b.name))) {
+    const state = !allowed(tool.name) ? "forbidden" : mode.preActivatedTools.includes(tool.name) ? "pre-activated" : "available";
+    tools.push({ ...base(tool), state, ...(tool.source ? { scope: tool.source.scope, folder: tool.source.folder } : {}) });
+  }
+  return { tools, broken: options.customTools.broken?.(options.agent) ?? [] };
+}
+
+function base(tool: RegisteredTool): Omit<ToolListing, "state"> {
+  return { name: tool.name, description: tool.description, tier: tool.tier, input_schema: tool.inputSchema };
+}

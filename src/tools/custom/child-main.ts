@@ -1,0 +1,175 @@
+/**
+ * Entry of a custom-tool process (forked by ChildPool). Loads a tool's index.js as
+ * CommonJS, injects the `_` context fields, runs one call at a time and answers over
+ * IPC. `require("veilcli")` inside a tool resolves to a module whose LLM call is
+ * performed by the server, so provider keys never enter this process.
+ */
+import Module from "node:module";
+import { readFileSync } from "node:fs";
+import { dirname, join, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CallContext, ChildMessage, ParentMessage, RpcMethod } from "./protocol.js";
+import { serializeError } from "./protocol.js";
+
+type ExecuteFn = (input: Record<string, unknown>) => unknown;
+interface PendingRpc {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+  onChunk?: (text: string) => void;
+}
+
+const ModuleInternals = Module as unknown as {
+  new (id: string, parent?: unknown): { filename: string; paths: string[]; exports: unknown; loaded: boolean; _compile(source: string, file: string): void };
+  _cache: Record<string, unknown>;
+  _nodeModulePaths(dir: string): string[];
+  _resolveFilename(request: string, parent: unknown, isMain: boolean, options?: unknown): string;
+};
+
+function main(): void {
+  const send = (message: ChildMessage) => process.send?.(message);
+  // Loaded after "ready" so a cold process answers its first call sooner; LLM calls wait for it.
+  let providerApi: typeof import("../../llm/provider-api.js") | null = null;
+  const providerApiLoaded = import("../../llm/provider-api.js").then((api) => (providerApi = api));
+  const loaded = new Map<string, { version: string; execute: ExecuteFn }>();
+  const pending = new Map<number, PendingRpc>();
+  let current: number | null = null;
+  let rpcSeq = 0;
+
+  const rpc = (method: RpcMethod, params: Record<string, unknown>, onChunk?: (text: string) => void): Promise<unknown> => {
+    const id = current;
+    if (id === null) return Promise.reject(new Error(`${method === "llm" ? "callWithProviderFallback" : "_remoteMethodExecution"} can only be used while the tool is running`));
+    const rpcId = ++rpcSeq;
+    return new Promise((resolve, reject) => {
+      pending.set(rpcId, { resolve, reject, onChunk });
+      send({ t: "rpc", id, rpcId, method, params });
+    });
+  };
+
+  installVeilcli({
+    callWithProviderFallback: async (options: Record<string, any> = {}) => {
+      // settings/env/signal stay on the server side: the server calls with the real settings.
+      const params = {
+        modelId: options.modelId,
+        messages: options.messages,
+        reasoning: options.reasoning,
+        tools: options.tools,
+        maxTokens: options.maxTokens,
+        temperature: options.temperature,
+        stream: typeof options.onChunk === "function",
+      };
+      const result = await rpc("llm", params, typeof options.onChunk === "function" ? options.onChunk : undefined);
+      await providerApiLoaded;
+      return result;
+    },
+    extractMessage: (response: unknown) => {
+      if (!providerApi) throw new Error("veilcli is still loading in this tool process; call extractMessage on a callWithProviderFallback result");
+      return providerApi.extractMessage(response);
+    },
+  });
+
+  const load = (file: string, version: string): ExecuteFn => {
+    const hit = loaded.get(file);
+    if (hit && hit.version === version) return hit.execute;
+    const folder = dirname(file) + sep;
+    for (const key of Object.keys(ModuleInternals._cache)) if (key.startsWith(folder)) delete ModuleInternals._cache[key];
+    // Compiled as CommonJS whatever the surrounding package.json says (the manual's contract).
+    const mod = new ModuleInternals(file, null);
+    mod.filename = file;
+    mod.paths = ModuleInternals._nodeModulePaths(dirname(file));
+    mod._compile(readFileSync(file, "utf8"), file);
+    mod.loaded = true;
+    const exported = mod.exports as any;
+    const execute: unknown = typeof exported === "function" ? exported : exported?.execute;
+    if (typeof execute !== "function") {
+      throw new Error(`${file} must export the execute function: module.exports = async function execute(input) { … }`);
+    }
+    loaded.set(file, { version, execute: execute as ExecuteFn });
+    return execute as ExecuteFn;
+  };
+
+  const inject = (id: number, input: Record<string, unknown>, context: CallContext): Record<string, unknown> => ({
+    ...input,
+    _cwd: context.cwd,
+    _agent: context.agent,
+    _sessionId: context.sessionId,
+    _settings: context.settings,
+    _modelKey: context.modelKey,
+    _emitToolChunk: (chunk: unknown) => {
+      if (current === id) send({ t: "chunk", id, chunk: typeof chunk === "string" ? chunk : String(chunk) });
+    },
+    _remoteMethodExecution: (request: { method?: unknown; data?: unknown; timeoutMs?: unknown } = {}) =>
+      rpc("remote", { method: request.method, data: request.data, timeoutMs: request.timeoutMs }),
+  });
+
+  const run = async (message: Extract<ParentMessage, { t: "call" }>) => {
+    current = message.id;
+    try {
+      const execute = load(message.file, message.version);
+      const value = await execute(inject(message.id, message.input, message.context));
+      const out: ChildMessage = { t: "result", id: message.id, ok: true, value: value === undefined ? null : value };
+      try {
+        JSON.stringify(out);
+      } catch (error) {
+        throw new Error(`the tool returned a value that cannot be sent as JSON (${(error as Error).message})`);
+      }
+      send(out);
+    } catch (error) {
+      send({ t: "result", id: message.id, ok: false, error: serializeError(error) });
+    } finally {
+      if (current === message.id) current = null;
+      for (const [rpcId, waiting] of pending) {
+        pending.delete(rpcId);
+        waiting.reject(new Error("the tool call ended"));
+      }
+    }
+  };
+
+  process.on("message", (message: ParentMessage) => {
+    switch (message?.t) {
+      case "call":
+        void run(message);
+        return;
+      case "rpc-chunk":
+        pending.get(message.rpcId)?.onChunk?.(message.text);
+        return;
+      case "rpc-result": {
+        const waiting = pending.get(message.rpcId);
+        if (!waiting) return;
+        pending.delete(message.rpcId);
+        if (message.ok) waiting.resolve(message.value);
+        else waiting.reject(Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code }));
+        return;
+      }
+    }
+  });
+  const fatal = (error: unknown) => {
+    if (current === null) {
+      send({ t: "stray", error: serializeError(error) });
+      return;
+    }
+    send({ t: "fatal", id: current, error: serializeError(error) });
+    process.exitCode = 1;
+    setImmediate(() => process.exit(1));
+  };
+  process.on("uncaughtException", fatal);
+  process.on("unhandledRejection", fatal);
+  process.on("disconnect", () => process.exit(0));
+  send({ t: "ready", pid: process.pid });
+}
+
+/** Makes `require("veilcli")` (and `veilcli/...`) return `api` in every tool module. */
+function installVeilcli(api: Record<string, unknown>): void {
+  const id = join(dirname(fileURLToPath(import.meta.url)), "veilcli-in-tool.virtual.js");
+  const mod = new ModuleInternals(id, null);
+  mod.filename = id;
+  mod.exports = Object.freeze({ ...api });
+  mod.loaded = true;
+  ModuleInternals._cache[id] = mod;
+  const resolve = ModuleInternals._resolveFilename;
+  ModuleInternals._resolveFilename = function (this: unknown, request: string, parent: unknown, isMain: boolean, options?: unknown) {
+    if (request === "veilcli" || request.startsWith("veilcli/")) return id;
+    return resolve.call(this, request, parent, isMain, options);
+  };
+}
+
+void main();

@@ -1,0 +1,30 @@
+import { lstat, stat } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import { ToolError } from "../../errors.js";
+
+/** stat() that fails the way the manual names: FILE_NOT_FOUND, BROKEN_SYMLINK, PERMISSION_DENIED. */
+export async function statForTool(absolute: string, what: "file" | "directory" | "path" = "path"): Promise<Stats> {
+  try {
+    return await stat(absolute);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
+      const link = await lstat(absolute).catch(() => undefined);
+      if (link?.isSymbolicLink()) {
+        throw new ToolError("BROKEN_SYMLINK", `${absolute} is a broken symbolic link (its target does not exist or loops).`);
+      }
+      throw new ToolError("FILE_NOT_FOUND", `No such ${what}: ${absolute}`);
+    }
+    if (code === "EACCES" || code === "EPERM") throw new ToolError("PERMISSION_DENIED", `Cannot access ${absolute}: permission denied.`, { cause: error });
+    throw new ToolError("TOOL_ERROR", `Cannot access ${absolute}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Maps an fs error met while reading to a ToolError. */
+export function readFailure(error: unknown, absolute: string): ToolError {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EACCES" || code === "EPERM") return new ToolError("PERMISSION_DENIED", `Cannot read ${absolute}: permission denied.`, { cause: error });
+  if (code === "ENOENT") return new ToolError("FILE_NOT_FOUND", `No such file: ${absolute}`, { cause: error });
+  if (code === "EISDIR") return new ToolError("IS_A_DIRECTORY", `${absolute} is a directory.`, { cause: error });
+  return new ToolError("TOOL_ERROR", `Cannot read ${absolute}: ${(error as Error).message}`, { cause: error });
+}

@@ -1,0 +1,182 @@
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { setTimeout as delay } from "node:timers/promises";
+import type { Disposable } from "../../types.js";
+import { TAG_VARIABLE } from "./bash-script.js";
+
+/**
+ * How a shell and everything it starts are contained, so that killing a shell (timeout,
+ * kill_shell, session close) also kills daemons its commands forked.
+ *
+ * - `pid-namespace`: the shell runs under `unshare --fork --pid --kill-child --mount-proc`.
+ *   bash is PID 1 of a fresh PID namespace; when it dies (unshare dies → --kill-child
+ *   SIGKILLs it) the kernel kills every process in the namespace, including ones that
+ *   called `setsid` or were started with `nohup … &`. Needs root (or unprivileged user
+ *   namespaces, tried second with `--user --map-current-user`).
+ * - `process-group`: the fallback when unshare is missing or refused. The shell leads its
+ *   own session/process group (spawn `detached`), which a signal to `-pgid` reaches; the
+ *   daemons that left the group (setsid) are found by scanning /proc for the shell's
+ *   tag variable ($VEIL_SHELL_TAG, exported in the shell and inherited by descendants).
+ *   A process that wipes its environment (`env -i`) escapes this fallback.
+ */
+export type IsolationMode = "pid-namespace" | "process-group";
+
+export interface Isolation {
+  mode: IsolationMode;
+  /** argv placed before `bash …` (unshare, and setpriv --pdeathsig where available). */
+  prefix: readonly string[];
+}
+
+/** Runtime resource key: support is detected once per runtime. */
+export const ISOLATION_KEY = "bash.isolation";
+
+const NAMESPACE = ["unshare", "--fork", "--pid", "--kill-child", "--mount-proc"];
+const USER_NAMESPACE = ["unshare", "--user", "--map-current-user", "--fork", "--pid", "--kill-child", "--mount-proc"];
+/** Dies with its parent: if the runtime itself is killed, the shells do not outlive it. */
+const PARENT_DEATH = ["setpriv", "--pdeathsig", "KILL"];
+
+export const PROCESS_GROUP: Isolation = { mode: "process-group", prefix: [] };
+
+function works(prefix: readonly string[]): boolean {
+  const probe = spawnSync(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: 5_000 });
+  return probe.status === 0;
+}
+
+/** Tries each namespace prefix (with setpriv's parent-death signal when available) with `true`. */
+export function detectIsolation(platform: NodeJS.Platform = process.platform): Isolation {
+  if (platform !== "linux") return PROCESS_GROUP;
+  const deathSignal = works(PARENT_DEATH) ? PARENT_DEATH : [];
+  for (const namespace of [NAMESPACE, USER_NAMESPACE]) {
+    const prefix = [...deathSignal, ...namespace];
+    if (works(prefix)) return { mode: "pid-namespace", prefix };
+  }
+  return { mode: "process-group", prefix: deathSignal };
+}
+
+/** Holds the detection result for the runtime's lifetime. */
+export class IsolationProbe implements Disposable {
+  private result?: Isolation;
+
+  constructor(private readonly detect: () => Isolation = detectIsolation) {}
+
+  get(): Isolation {
+    this.result ??= this.detect();
+    return this.result;
+  }
+
+  dispose(): void {}
+}
+
+/** True while `pid` exists and is not a zombie. */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+}
+
+function signalQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone (ESRCH), or not ours (EPERM): nothing to do.
+  }
+}
+
+/** PIDs of live processes whose environment carries `VEIL_SHELL_TAG=<tag>`. */
+export function taggedProcesses(tag: string, procRoot = "/proc"): number[] {
+  const needle = Buffer.from(`${TAG_VARIABLE}=${tag}\0`);
+  let entries: string[];
+  try {
+    entries = readdirSync(procRoot);
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`${procRoot}/${entry}/environ`).includes(needle)) found.push(Number(entry));
+    } catch {
+      // Exited meanwhile, or not readable.
+    }
+  }
+  return found;
+}
+
+/** Direct children of `pid` (via /proc/<pid>/task/<pid>/children, else a ppid scan). */
+export function childrenOf(pid: number, procRoot = "/proc"): number[] {
+  try {
+    return readFileSync(`${procRoot}/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // Kernel without CONFIG_PROC_CHILDREN: fall through to the scan.
+  }
+  const found: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(procRoot);
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`${procRoot}/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** A spawned shell as far as killing it is concerned. */
+export interface KillTarget {
+  /** PID of the spawned process (unshare or bash); it leads its own process group. */
+  pid: number;
+  tag: string;
+  mode: IsolationMode;
+}
+
+/**
+ * Signals a shell's whole tree. The process group is always signalled; in process-group
+ * mode the tagged strays are too. In namespace mode SIGKILL to the group kills unshare,
+ * which takes the namespace down with it.
+ */
+export function signalTree(target: KillTarget, signal: NodeJS.Signals): void {
+  signalQuietly(-target.pid, signal);
+  if (target.mode === "process-group") {
+    for (const pid of taggedProcesses(target.tag)) signalQuietly(pid, signal);
+  }
+}
+
+/** How long killTree waits for stragglers before giving up. */
+const KILL_WAIT_MS = 3_000;
+const KILL_POLL_MS = 10;
+
+/**
+ * SIGKILLs the tree, then waits until no tagged process is left (both modes: the tag
+ * is exported inside the namespace too, and namespace teardown is asynchronous to the
+ * reaping of unshare). Gives up after a few seconds; returns the PIDs still alive.
+ */
+export async function killTree(target: KillTarget): Promise<number[]> {
+  // The namespace's init (unshare's child) finishes dying only once the namespace is
+  // empty, so waiting for it covers processes that never got the tag (forked, not exec'd).
+  const inits = target.mode === "pid-namespace" ? childrenOf(target.pid) : [];
+  signalTree(target, "SIGKILL");
+  // Real time on purpose: this waits on the kernel, not on anything a test clock models.
+  for (let round = 0; ; round++) {
+    const left = [...inits, ...taggedProcesses(target.tag)].filter(isAlive);
+    if (left.length === 0 || round * KILL_POLL_MS >= KILL_WAIT_MS) return left;
+    for (const pid of left) signalQuietly(pid, "SIGKILL");
+    await delay(KILL_POLL_MS);
+  }
+}

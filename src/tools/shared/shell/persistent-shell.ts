@@ -1,0 +1,256 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Clock } from "../../../core/clock.js";
+import { checkScript, driverLine, initScript, readyLine } from "./bash-script.js";
+import { killTree, type Isolation, type KillTarget } from "./isolation.js";
+import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";
+import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
+
+/** How long bash may take to start and read ~/.bashrc before we retry without it. */
+export const READY_TIMEOUT_MS = 15_000;
+/** After the shell exits, how long we wait for its last output to drain. */
+const DRAIN_MS = 200;
+/** Bound on what we keep of bash's own stderr (startup warnings, before `exec 2>&1`). */
+const STDERR_KEEP = 4_096;
+
+export type RunOutcome = "completed" | "syntax-error" | "timeout" | "cancelled" | "shell-exited";
+
+export interface RunResult {
+  outcome: RunOutcome;
+  /** `$?` of the command; for shell-exited, the shell's exit status. */
+  exitCode: number | null;
+  /** Shell's cwd after the command (null when the shell died). */
+  cwd: string | null;
+  output: CapturedOutput;
+}
+
+export interface RunOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Live output, already coalesced. */
+  onChunk?: (chunk: string) => void;
+  /** Max chars kept (default 30000). */
+  maxChars?: number;
+}
+
+export interface PersistentShellOptions {
+  /** Directory the shell starts in. */
+  cwd: string;
+  isolation: Isolation;
+  /** Private folder for command files. */
+  tempDir: string;
+  clock: Clock;
+  /** Let bash read ~/.bashrc at spawn. default: true */
+  loadBashrc?: boolean;
+  readyTimeoutMs?: number;
+  /** default: inherited */
+  env?: Record<string, string | undefined>;
+}
+
+interface Pending {
+  scanner: SentinelScanner;
+  finish: (outcome: RunOutcome, sentinel: SentinelResult | null, exitStatus?: number | null) => void;
+}
+
+/**
+ * One long-lived `bash -i` (so ~/.bashrc is read once, as on a terminal). Commands run
+ * one at a time inside it, so `cd`, `export`, aliases and functions persist. A command
+ * that times out or is cancelled takes the shell down with it (whole tree killed, see
+ * isolation.ts): the caller gets a dead shell and spawns a new one.
+ */
+export class PersistentShell {
+  readonly tag = randomBytes(8).toString("hex");
+  private child?: ChildProcessWithoutNullStreams;
+  private pending?: Pending;
+  private queue: Promise<unknown> = Promise.resolve();
+  private exited?: Promise<void>;
+  private stderrTail = "";
+  private dead = false;
+  private inFlight = 0;
+  /** Set when ~/.bashrc kept bash from starting and we started without it. */
+  bashrcSkipped = false;
+  cwd: string;
+
+  constructor(private readonly options: PersistentShellOptions) {
+    this.cwd = options.cwd;
+  }
+
+  get alive(): boolean {
+    return !this.dead;
+  }
+
+  /** A command is running (or queued). */
+  get busy(): boolean {
+    return this.pending !== undefined || this.inFlight > 0;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts bash and waits until it answers; falls back to --norc once if ~/.bashrc wedges it. */
+  async start(): Promise<void> {
+    const loadBashrc = this.options.loadBashrc ?? true;
+    const ready = await this.spawnAndWait(loadBashrc);
+    if (ready) return;
+    await this.dispose();
+    const detail = this.stderrTail.trim();
+    if (loadBashrc) {
+      this.dead = false;
+      this.stderrTail = "";
+      this.bashrcSkipped = true;
+      if (await this.spawnAndWait(false)) return;
+      await this.dispose();
+    }
+    throw new Error(`bash did not start${detail ? `: ${detail}` : ""}`);
+  }
+
+  /** Runs one command; calls are queued so only one runs at a time. */
+  run(command: string, options: RunOptions): Promise<RunResult> {
+    this.inFlight++;
+    const next = this.queue.then(() => this.runNow(command, options)).finally(() => this.inFlight--);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * SIGKILLs the shell and everything it started, and waits until the spawned process
+   * is reaped and no process carrying the shell's tag is left.
+   */
+  async dispose(): Promise<void> {
+    this.dead = true;
+    if (this.child?.pid !== undefined) await killTree(this.target());
+    await this.exited;
+  }
+
+  private target(): KillTarget {
+    return { pid: this.child!.pid!, tag: this.tag, mode: this.options.isolation.mode };
+  }
+
+  private spawnAndWait(loadBashrc: boolean): Promise<boolean> {
+    const { isolation } = this.options;
+    const bashArgs = ["--noediting", "--noprofile", ...(loadBashrc ? [] : ["--norc"]), "-i"];
+    const argv = [...isolation.prefix, "bash", ...bashArgs];
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: this.cwd,
+      env: this.options.env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child = child;
+    this.exited = new Promise((resolve) => {
+      child.once("exit", (code, signal) => {
+        this.dead = true;
+        this.onExit(code ?? (signal ? 128 : null));
+        resolve();
+      });
+      child.once("error", (error) => {
+        this.stderrTail += String(error.message);
+        this.dead = true;
+        this.onExit(null);
+        resolve();
+      });
+    });
+    child.stdout.on("data", (data: Buffer) => this.onData(data));
+    child.stderr.on("data", (data: Buffer) => {
+      this.stderrTail = (this.stderrTail + data.toString("utf8")).slice(-STDERR_KEEP);
+    });
+    child.stdin.on("error", () => undefined);
+
+    const token = randomBytes(12).toString("hex");
+    return new Promise<boolean>((resolve) => {
+      const cancelTimer = this.options.clock.setTimer(this.options.readyTimeoutMs ?? READY_TIMEOUT_MS, () => {
+        this.pending = undefined;
+        resolve(false);
+      });
+      this.pending = {
+        // ~/.bashrc output before the ready sentinel is dropped.
+        scanner: new SentinelScanner(token, () => undefined),
+        finish: (outcome, sentinel) => {
+          cancelTimer();
+          this.pending = undefined;
+          if (sentinel) this.cwd = sentinel.cwd;
+          resolve(outcome === "completed");
+        },
+      };
+      child.stdin.write(initScript(this.tag) + readyLine(token));
+    });
+  }
+
+  private onData(data: Buffer): void {
+    const pending = this.pending;
+    if (!pending) return; // stray output of background jobs between commands
+    const sentinel = pending.scanner.push(data);
+    if (sentinel) pending.finish(sentinel.syntaxError ? "syntax-error" : "completed", sentinel);
+  }
+
+  private onExit(status: number | null): void {
+    const pending = this.pending;
+    if (!pending) return;
+    // Let the last bytes in the pipe arrive before reporting.
+    const stdout = this.child?.stdout;
+    let done = false;
+    const report = () => {
+      if (done) return;
+      done = true;
+      pending.scanner.drain();
+      pending.finish("shell-exited", null, status);
+    };
+    if (!stdout || stdout.readableEnded) return report();
+    stdout.once("end", report);
+    this.options.clock.setTimer(DRAIN_MS, report);
+  }
+
+  private async runNow(command: string, options: RunOptions): Promise<RunResult> {
+    if (this.dead || !this.child) throw new Error("the shell is not running");
+    const token = randomBytes(12).toString("hex");
+    // Commands run one at a time, so the same three files serve every command.
+    const files = {
+      command: join(this.options.tempDir, `fg-command-${this.tag}.sh`),
+      check: join(this.options.tempDir, `fg-check-${this.tag}.sh`),
+      checkErrors: join(this.options.tempDir, `fg-check-${this.tag}.err`),
+    };
+    writeFileSync(files.command, command);
+    writeFileSync(files.check, checkScript(command));
+    const throttle = options.onChunk ? new ChunkThrottle(options.onChunk, this.options.clock) : undefined;
+    const capture = new OutputCapture(options.maxChars, throttle);
+    return new Promise<RunResult>((resolve) => {
+      const settle = (outcome: RunOutcome, sentinel: SentinelResult | null, exitStatus?: number | null) => {
+        cancelTimer();
+        options.signal?.removeEventListener("abort", onAbort);
+        this.pending = undefined;
+        if (sentinel) this.cwd = sentinel.cwd;
+        if (outcome === "syntax-error") capture.push(syntaxErrors(files.checkErrors, files.check));
+        const exitCode = sentinel ? sentinel.exitCode : outcome === "shell-exited" ? (exitStatus ?? null) : null;
+        resolve({ outcome, exitCode, cwd: sentinel?.cwd ?? null, output: capture.finish() });
+      };
+      const killFor = (outcome: "timeout" | "cancelled") => {
+        if (this.pending?.finish !== finish) return;
+        this.pending = undefined;
+        pending.scanner.drain();
+        void this.dispose().then(() => settle(outcome, null));
+      };
+      const finish: Pending["finish"] = settle;
+      const pending: Pending = { scanner: new SentinelScanner(token, (data) => capture.push(data)), finish };
+      const cancelTimer = this.options.clock.setTimer(options.timeoutMs, () => killFor("timeout"));
+      const onAbort = () => killFor("cancelled");
+      this.pending = pending;
+      if (options.signal?.aborted) return onAbort();
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.child!.stdin.write(driverLine(files, token));
+    });
+  }
+}
+
+/** bash's messages about the check file, with the file's path taken out. */
+function syntaxErrors(errorFile: string, checkFile: string): Buffer {
+  let text = "";
+  try {
+    text = readFileSync(errorFile, "utf8");
+  } catch {
+    text = "bash: syntax error";
+  }
+  return Buffer.from(text.replaceAll(`${checkFile}: `, ""));
+}

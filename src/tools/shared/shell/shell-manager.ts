@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Clock } from "../../../core/clock.js";
+import type { Disposable } from "../../types.js";
+import { BackgroundShell, backgroundShellId } from "./background-shell.js";
+import { snapshotCommand } from "./bash-script.js";
+import { PROCESS_GROUP, type Isolation } from "./isolation.js";
+import { PersistentShell, type RunOptions, type RunResult } from "./persistent-shell.js";
+
+/** Session resource key (`ctx.session.get(SHELLS_KEY, …)`). */
+export const SHELLS_KEY = "bash.shells";
+/** How long the foreground shell may take to write a snapshot for a background shell. */
+const SNAPSHOT_TIMEOUT_MS = 5_000;
+
+export interface ShellManagerOptions {
+  /** Default starting directory (the workspace). */
+  workspace: string;
+  isolation: Isolation;
+  clock: Clock;
+  /** Let bash read ~/.bashrc at spawn. default: true */
+  loadBashrc?: boolean;
+  /** Environment for spawned shells. default: inherited */
+  env?: Record<string, string | undefined>;
+}
+
+export interface ForegroundRun extends RunResult {
+  /** The shell was (re)spawned for this call. */
+  spawned: boolean;
+  /** A workingDir was passed but the shell already existed, so it was ignored. */
+  workingDirIgnored: boolean;
+  /** Directory a fresh shell starts in (first call's workingDir, else the workspace). */
+  initialDir: string;
+  bashrcSkipped: boolean;
+}
+
+/**
+ * Every shell one session owns: the persistent foreground shell (spawned on first use,
+ * respawned after it dies) and the background shells by id. dispose() kills them all,
+ * with their descendants (see isolation.ts), and removes the temp folder.
+ */
+export class ShellManager implements Disposable {
+  readonly tempDir = mkdtempSync(join(tmpdir(), "veil-shell-"));
+  private foreground?: PersistentShell;
+  private starting?: Promise<PersistentShell>;
+  private initialDir?: string;
+  private isolation: Isolation;
+  private readonly backgrounds = new Map<string, BackgroundShell>();
+  private disposed = false;
+
+  constructor(private readonly options: ShellManagerOptions) {
+    this.isolation = options.isolation;
+  }
+
+  get isolationMode(): Isolation["mode"] {
+    return this.isolation.mode;
+  }
+
+  /** Host PID of the foreground shell's spawned process, if one is running. */
+  get foregroundPid(): number | undefined {
+    return this.foreground?.alive ? this.foreground.pid : undefined;
+  }
+
+  /** Runs a command in the persistent shell, spawning it (in `workingDir` on the first call) if needed. */
+  async run(command: string, options: RunOptions & { workingDir?: string }): Promise<ForegroundRun> {
+    const existed = this.foreground?.alive === true;
+    const shell = await this.ensureForeground(options.workingDir);
+    const result = await shell.run(command, options);
+    return {
+      ...result,
+      spawned: !existed,
+      workingDirIgnored: existed && options.workingDir !== undefined,
+      initialDir: this.initialDir!,
+      bashrcSkipped: shell.bashrcSkipped,
+    };
+  }
+
+  /**
+   * Starts a background shell in the foreground shell's current directory, with its
+   * exported variables, functions and aliases when that shell is idle.
+   */
+  async startBackground(command: string, workingDir?: string): Promise<BackgroundShell> {
+    this.assertOpen();
+    this.initialDir ??= workingDir ?? this.options.workspace;
+    let cwd = this.initialDir;
+    let snapshotFile: string | undefined;
+    const shell = this.foreground;
+    if (shell?.alive) {
+      cwd = shell.cwd;
+      if (!shell.busy) {
+        const file = join(this.tempDir, `snapshot-${backgroundShellId()}.sh`);
+        const result = await shell.run(snapshotCommand(file), { timeoutMs: SNAPSHOT_TIMEOUT_MS, maxChars: 1_000 });
+        if (result.outcome === "completed") snapshotFile = file;
+        cwd = shell.cwd;
+      }
+    }
+    const id = backgroundShellId();
+    const background = new BackgroundShell({
+      id,
+      command,
+      cwd,
+      isolation: this.isolation,
+      tempDir: this.tempDir,
+      clock: this.options.clock,
+      env: this.options.env,
+      snapshotFile,
+    });
+    this.backgrounds.set(id, background);
+    return background;
+  }
+
+  background(id: string): BackgroundShell | undefined {
+    return this.backgrounds.get(id);
+  }
+
+  backgroundIds(): string[] {
+    return [...this.backgrounds.keys()];
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    const shells: { dispose(): Promise<void> }[] = [...this.backgrounds.values()];
+    if (this.foreground) shells.push(this.foreground);
+    await Promise.allSettled(shells.map((shell) => shell.dispose()));
+    rmSync(this.tempDir, { recursive: true, force: true });
+  }
+
+  private assertOpen(): void {
+    if (this.disposed) throw new Error("the session's shells are closed");
+  }
+
+  private async ensureForeground(workingDir: string | undefined): Promise<PersistentShell> {
+    this.assertOpen();
+    if (this.foreground?.alive) return this.foreground;
+    this.starting ??= this.spawnForeground(workingDir).finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async spawnForeground(workingDir: string | undefined): Promise<PersistentShell> {
+    this.initialDir ??= workingDir ?? this.options.workspace;
+    const make = () =>
+      new PersistentShell({
+        cwd: this.initialDir!,
+        isolation: this.isolation,
+        tempDir: this.tempDir,
+        clock: this.options.clock,
+        loadBashrc: this.options.loadBashrc,
+        env: this.options.env,
+      });
+    let shell = make();
+    try {
+      await shell.start();
+    } catch (error) {
+      // unshare passed the probe but failed here (e.g. a seccomp policy): fall back once.
+      if (this.isolation.mode === "process-group") throw error;
+      this.isolation = PROCESS_GROUP;
+      shell = make();
+      await shell.start();
+    }
+    if (this.disposed) {
+      await shell.dispose();
+      throw new Error("the session's shells are closed");
+    }
+    this.foreground = shell;
+    return shell;
+  }
+}

@@ -1,0 +1,77 @@
+import { MAX_OUTPUT_CHARS } from "./truncate.js";
+
+/** Lines shown when the caller gives neither offset nor limit. */
+export const DEFAULT_READ_LINES = 2000;
+/** One very long line (minified code) is cut so it cannot eat the whole budget. */
+export const MAX_LINE_CHARS = 2000;
+
+/** `   1 | text`: the manual's line-numbered form; tabs stay real tabs. */
+export function numberLine(lineNumber: number, text: string): string {
+  const shown = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line truncated: ${text.length} chars]` : text;
+  return `${String(lineNumber).padStart(4)} | ${shown}`;
+}
+
+/** Splits text into lines: LF or CRLF endings, no phantom last line after a final newline. */
+export function splitLines(text: string): string[] {
+  if (text === "") return [];
+  const lines = text.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  return lines.map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line));
+}
+
+export interface TextWindow {
+  /** 1-indexed first line to show. */
+  offset?: number;
+  /** Lines to show. */
+  limit?: number;
+}
+
+/**
+ * Renders lines as read_file does: numbered, 2000-line default with the manual's footer
+ * when neither offset nor limit is given, and a line-aware cap at MAX_OUTPUT_CHARS.
+ */
+export function renderLines(lines: string[], window: TextWindow = {}, totalLines = lines.length, firstLineNumber = 1): string {
+  const explicit = window.offset !== undefined || window.limit !== undefined;
+  const start = Math.max(1, window.offset ?? 1);
+  const count = window.limit ?? (explicit ? Number.POSITIVE_INFINITY : DEFAULT_READ_LINES);
+  if (start > totalLines) {
+    return `<system-reminder>The file has ${totalLines} lines; offset ${start} is past its end.</system-reminder>`;
+  }
+  const end = Math.min(totalLines, start + count - 1);
+  const out: string[] = [];
+  let chars = 0;
+  let lastShown = start - 1;
+  for (let n = start; n <= end; n++) {
+    const line = numberLine(n, lines[n - firstLineNumber] ?? "");
+    if (chars + line.length + 1 > MAX_OUTPUT_CHARS && out.length > 0) break;
+    out.push(line);
+    chars += line.length + 1;
+    lastShown = n;
+  }
+  let text = out.join("\n");
+  if (lastShown < end) {
+    text += `\n\n(Output capped at ${MAX_OUTPUT_CHARS} chars: showing lines ${start}-${lastShown} of ${totalLines}. Use offset/limit to read more.)`;
+  } else if (!explicit && totalLines > DEFAULT_READ_LINES) {
+    text += `\n\n(File has ${totalLines} total lines. Showing first ${DEFAULT_READ_LINES}. Use offset/limit to read more.)`;
+  }
+  return text;
+}
+
+/** Sizes as the manual writes them: `512 B`, `45 KB`, `128.5 KB`, `1.2 MB`. */
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const rounded = Math.round(value * 10) / 10;
+  return `${Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)} ${units[unit]}`;
+}
+
+/** NUL in the first 8 KB, the same sniff git uses. */
+export function looksBinary(head: Buffer): boolean {
+  return head.subarray(0, 8192).includes(0);
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { builtinTools } from "../../src/tools/builtin/index.js";
+import { sharedValidators } from "../../src/tools/validation.js";
+
+describe("built-in tool registry", () => {
+  it("has unique snake_case names, a description, and a schema that compiles with every field described", () => {
+    const tools = builtinTools();
+    const names = tools.map((t) => t.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const tool of tools) {
+      expect(tool.name).toMatch(/^[a-z][a-z0-9_]*$/);
+      expect(tool.description.length).toBeGreaterThan(10);
+      expect(() => sharedValidators.compile(tool.inputSchema)).not.toThrow();
+      expect(tool.inputSchema.type).toBe("object");
+      for (const [field, schema] of Object.entries((tool.inputSchema.properties ?? {}) as Record<string, { description?: string }>)) {
+        expect(schema.description, `${tool.name}.${field} has no description`).toBeTruthy();
+      }
+    }
+  });
+
+  it("rejects input of the wrong shape with a message that names the field", () => {
+    const logWrite = builtinTools().find((t) => t.name === "log_write")!;
+    expect(logWrite.validate({ message: "ok" })).toBeNull();
+    expect(logWrite.validate({ message: 3 })).toMatch(/"message" must be string/);
+    expect(logWrite.validate({})).toMatch(/missing required field "message"/);
+  });
+});
+
+describe("the manual's tool list", () => {
+  it("registers exactly the 24 built-in tools", () => {
+    expect(builtinTools().map((t) => t.name)).toEqual([
+      "bash", "bash_output", "kill_shell", "read_file", "write_file", "edit_file", "list_dir", "glob", "grep",
+      "web_search", "web_fetch", "memory_read", "memory_write", "memory_search", "todo_write", "todo_read",
+      "agent_spawn", "agent_message", "agent_control", "log_write", "sleep", "schedule_wakeup", "tool_search", "tool_activate",
+    ]);
+  });
+});
