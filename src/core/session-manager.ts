@@ -377,10 +377,11 @@ export class SessionManager {
     } catch (error) {
       const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
       if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
-      // Messages still waiting would never be answered by this run: consume them so history shows them.
-      await this.drain(id, live).catch(() => []);
       result = { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code, message: (error as Error).message } };
     }
+    // A failed run answers every message waiting for it with its error; leaving them in the
+    // inbox would restart a run that fails the same way, over and over.
+    if (result.stopReason === "error") await this.drain(id, live).catch(() => []);
     await this.finishRun(id, live, run, result);
     return result;
   }

@@ -40,7 +40,8 @@ export async function createRuntimeHarness(options: RuntimeHarnessOptions = {}):
   if (options.models) writeFileSync(join(ws.root, ".veil", "models.json"), JSON.stringify(options.models));
   const env: Record<string, string> = { VEIL_BASE_URL: llm.baseUrl, VEIL_API_KEY: "sk-test", VEIL_MODEL: "fake-model", VEIL_HOME: home, ...(options.env as Record<string, string>) };
   const log = memoryLogger();
-  const runtime = await createRuntime({ workspace: ws.root, env, log, ...options });
+  const { files: _files, settings: _settings, models: _models, llm: _llm, env: _env, ...runtimeOptions } = options;
+  const runtime = await createRuntime({ workspace: ws.root, env, log, ...runtimeOptions });
   const events: VeilEvent[] = [];
   runtime.bus.subscribe({}, (e) => events.push(e));
   let server: StartedServer | undefined;
