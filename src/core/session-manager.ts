@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { AgentConfig, Budget, ReasoningConfig, VeilConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import { modelInfo, pickModelKey } from "../llm/models.js";
@@ -288,6 +289,8 @@ export class SessionManager {
   private startRun(id: string, perCall: SendOptions): void {
     const live = this.liveFor(id);
     const controller = new AbortController();
+    // Every parallel tool call listens on the run's signal; many calls are legitimate.
+    setMaxListeners(0, controller.signal);
     const run: ActiveRun = { controller, stopRequest: null, done: undefined as unknown as Promise<RunResult> };
     live.run = run;
     run.done = this.executeRun(id, live, run, perCall).finally(() => {
