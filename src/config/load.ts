@@ -14,9 +14,14 @@ export interface LoadOptions {
   overrides?: Partial<Settings>;
 }
 
-const validateSettings = sharedValidators.compile(SettingsFileSchema as unknown as Record<string, unknown>);
-const validateModels = sharedValidators.compile(ModelsFileSchema as unknown as Record<string, unknown>);
-const validateAgent = sharedValidators.compile(AgentFileSchema as unknown as Record<string, unknown>);
+/** Compiled on first use: a workspace without config files never pays for AJV code generation. */
+function lazy(schema: object): (input: unknown) => string | null {
+  let compiled: ((input: unknown) => string | null) | undefined;
+  return (input) => (compiled ??= sharedValidators.compile(schema as Record<string, unknown>))(input);
+}
+const validateSettings = lazy(SettingsFileSchema);
+const validateModels = lazy(ModelsFileSchema);
+const validateAgent = lazy(AgentFileSchema);
 
 export function resolvePaths(workspace: string, env: Record<string, string | undefined>): VeilPaths {
   const root = existsSync(workspace) ? realpathSync(workspace) : resolve(workspace);

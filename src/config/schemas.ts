@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../schema.js";
 
 /** One schema per config file; validation errors name the file and the field. */
 

@@ -1,4 +1,4 @@
-import type { TSchema } from "@sinclair/typebox";
+import type { TSchema } from "../schema.js";
 import type { RegisteredTool, ToolDefinition } from "./types.js";
 import { sharedValidators } from "./validation.js";
 

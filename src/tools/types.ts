@@ -1,4 +1,4 @@
-import type { TSchema, Static } from "@sinclair/typebox";
+import type { TSchema, Static } from "../schema.js";
 import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../config/types.js";
 import type { Clock } from "../core/clock.js";
 import type { IdGenerator } from "../core/ids.js";

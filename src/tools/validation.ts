@@ -1,10 +1,12 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
+import { newAjv } from "./ajv.js";
 
 /** One AJV instance for built-in and custom tool schemas; each schema compiled once. */
 export function createValidatorFactory() {
-  const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
+  let ajv: Ajv | undefined;
   return {
     compile(schema: Record<string, unknown>): (input: unknown) => string | null {
+      ajv ??= newAjv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false });
       const validate: ValidateFunction = ajv.compile(schema);
       return (input) => (validate(input) ? null : describeErrors(validate.errors ?? []));
     },

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../src/schema.js";
 import { ManualClock } from "../../src/core/clock.js";
 import type { VeilEvent } from "../../src/core/events.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 
 /** `{ effort, max_tokens? }`, shared by agent_spawn overrides and agent_control update-session. */
 export const ReasoningSchema = Type.Object(

@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
 import type { RunResult } from "../../core/loop.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import type { Budget, ReasoningConfig } from "../../config/types.js";
 import { formatFullSteps } from "../../core/agents/messages.js";
 import { ReasoningSchema } from "../../core/agents/schemas.js";

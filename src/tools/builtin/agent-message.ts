@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { noteContactMessage, recordContact } from "../../core/agents/counters.js";
 import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../../core/agents/messages.js";
 import { multiAgent } from "../../core/agents/service.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import type { ReasoningConfig } from "../../config/types.js";
 import type { SessionManager } from "../../core/session-manager.js";
 import { resolveBudget } from "../../core/stop-conditions.js";

@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { xmlEnvelope } from "../format.js";
 import type { BackgroundPoll } from "../shared/shell/background-shell.js";

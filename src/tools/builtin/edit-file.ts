@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { readFile } from "node:fs/promises";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";

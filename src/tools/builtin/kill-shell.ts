@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { findBackground } from "../shared/shell/session-shells.js";
 import { renderPoll } from "./bash-output.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { readdir, readlink, stat } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { defineTool } from "../define.js";
 
 const Params = Type.Object(

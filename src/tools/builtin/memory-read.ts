@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { formatEntry, memoryPathForScope, parseEntries, readMemoryFile } from "../shared/memory-files.js";
 import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";

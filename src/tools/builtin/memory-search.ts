@@ -1,6 +1,6 @@
 import { open, readFile, stat } from "node:fs/promises";
 import MiniSearch from "minisearch";
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import type { Disposable } from "../types.js";
 import { memoryPathForScope, parseEntries, type MemoryEntry } from "../shared/memory-files.js";

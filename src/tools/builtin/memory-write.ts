@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { appendMemoryEntry, MEMORY_LOCKS_KEY, MemoryLocks, memoryPathForScope } from "../shared/memory-files.js";
 

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { createReadStream } from "node:fs";
 import { readFile as readBytes } from "node:fs/promises";
 import { createInterface } from "node:readline";

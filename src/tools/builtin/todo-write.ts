@@ -1,4 +1,4 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import type { TodoItem } from "../../store/store.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { ToolError } from "../../errors.js";
 import { defineTool } from "../define.js";
 import { sessionToolset } from "./tool-search.js";

@@ -1,10 +1,9 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import type { ToolContext } from "../types.js";
 import { preview } from "../format.js";
-import { fetchOptionsFromContext, parseFetchUrl, safeFetch, type FetchedResponse } from "../shared/web/safe-fetch.js";
-import { decodeText, mimeType, responseToText } from "../shared/web/body-text.js";
+import type { FetchedResponse } from "../shared/web/safe-fetch.js";
 import { PageCache, type CachedDocument } from "../shared/web/page-cache.js";
 
 /** Text-mode page size, from the manual. */
@@ -12,6 +11,7 @@ export const PAGE_SIZE = 50_000;
 /** json and base64 are not paginated; their output stops here. */
 const MAX_UNPAGED_CHARS = PAGE_SIZE;
 const PAGE_CACHE_KEY = "web_fetch.pages";
+const web = () => import("../shared/web/lazy.js");
 
 const Params = Type.Object({
   url: Type.String({ minLength: 1, description: "The http:// or https:// URL to fetch." }),
@@ -40,6 +40,7 @@ export const webFetch = defineTool({
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {
     const mode = input.mode ?? "text";
+    const { parseFetchUrl, decodeText, mimeType } = await web();
     const url = parseFetchUrl(input.url);
     if (mode === "text") return fetchText(url, input.page ?? 1, ctx);
 
@@ -84,7 +85,7 @@ async function fetchText(url: URL, page: number, ctx: ToolContext) {
   const cached = doc !== undefined;
   if (!doc) {
     const response = await fetchChecked(url.href, ctx);
-    const converted = responseToText(response);
+    const converted = (await web()).responseToText(response);
     doc = {
       url: url.href,
       finalUrl: response.finalUrl,
@@ -133,6 +134,7 @@ function boundary(text: string, index: number): number {
 
 /** Fetches and turns HTTP error statuses into FETCH_ERROR. */
 async function fetchChecked(url: string, ctx: ToolContext): Promise<FetchedResponse> {
+  const { safeFetch, fetchOptionsFromContext, decodeText } = await web();
   const response = await safeFetch(url, fetchOptionsFromContext(ctx));
   if (response.status >= 400) {
     const text = decodeText(response.body, response.contentType).replace(/\s+/g, " ").trim();

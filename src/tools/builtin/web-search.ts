@@ -1,10 +1,7 @@
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { ToolError, isVeilError } from "../../errors.js";
 import { DEFAULT_WEB_SEARCH_ENDPOINT } from "../../config/defaults.js";
-import { fetchOptionsFromContext, safeFetch } from "../shared/web/safe-fetch.js";
-import { decodeText } from "../shared/web/body-text.js";
-import { parseDdgResults } from "../shared/web/ddg.js";
 
 const DEFAULT_RESULTS = 5;
 const MAX_RESULTS = 10;
@@ -25,6 +22,8 @@ export const webSearch = defineTool({
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {
+    // Imported on first use: undici and htmlparser2 stay out of start-up.
+    const { fetchOptionsFromContext, safeFetch, decodeText, parseDdgResults } = await import("../shared/web/lazy.js");
     const query = input.query.trim();
     if (query.length === 0) throw new ToolError("VALIDATION_ERROR", "query must not be blank");
     const limit = Math.min(input.numResults ?? DEFAULT_RESULTS, MAX_RESULTS);

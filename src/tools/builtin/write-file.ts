@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { commitWrite, prepareWrite } from "../shared/file-write.js";
 import { formatSize } from "../shared/text-view.js";

@@ -1,4 +1,5 @@
-import { Ajv } from "ajv";
+import type { Ajv } from "ajv";
+import { newAjv } from "../ajv.js";
 
 /** What a valid tool.json declares. */
 export interface ToolManifest {
@@ -18,8 +19,9 @@ const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
 /** Checks schemas against the JSON Schema meta-schema: cheap, unlike compiling them. */
 export function createSchemaChecker() {
-  const ajv = new Ajv({ strict: false, validateSchema: true });
+  let ajv: Ajv | undefined;
   return (schema: Record<string, unknown>): string | null => {
+    ajv ??= newAjv({ strict: false, validateSchema: true });
     if (ajv.validateSchema(schema)) return null;
     return ajv.errorsText(ajv.errors, { dataVar: "input_schema" });
   };
