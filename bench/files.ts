@@ -3,11 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../src/config/defaults.js";
-import { systemClock } from "../src/core/clock.js";
 import { randomIds } from "../src/core/ids.js";
-import { memoryLogger } from "../src/core/logger.js";
-import { InProcessEventBus } from "../src/core/memory-bus.js";
 import { Resources } from "../src/core/resources.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { glob } from "../src/tools/builtin/glob.js";
@@ -15,6 +11,7 @@ import { grep } from "../src/tools/builtin/grep.js";
 import { RipgrepLocator } from "../src/tools/shared/ripgrep.js";
 import type { RegisteredTool, ToolContext } from "../src/tools/types.js";
 import { median, withBaseline, type BenchResult } from "./types.js";
+import { benchConfig, benchToolContext } from "./context.js";
 
 const FILES = 50_000;
 const FILES_PER_DIR = 100;
@@ -33,7 +30,7 @@ export async function run(): Promise<BenchResult[]> {
   const session = new Resources();
   try {
     buildTree(join(root, "ws"));
-    const ctx = benchContext(join(root, "ws"), store, runtime, session);
+    const ctx = benchToolContext(benchConfig(join(root, "ws")), store, runtime, session);
     const workspace = ctx.workspace;
     const rgBase = ["--no-config", "--hidden", "--no-ignore", "--color", "never"];
 
@@ -142,36 +139,3 @@ function spawnDrain(binary: string, args: string[], cwd: string): Promise<void> 
   });
 }
 
-function benchContext(workspace: string, store: SqliteStore, runtime: Resources, session: Resources): ToolContext {
-  const settings = defaultSettings();
-  const agent = builtinDefaultAgent();
-  const projectDir = join(workspace, ".veil");
-  return {
-    sessionId: "bench",
-    agent,
-    mode: "chat",
-    workspace,
-    config: {
-      paths: { workspace, projectDir, homeDir: join(workspace, ".veil-home"), dbPath: join(projectDir, "veil.db"), secretPath: join(projectDir, "secret"), memoryDir: join(projectDir, "memory") },
-      settings,
-      models: {},
-      agents: { [agent.name]: agent },
-      env: {},
-    },
-    settings,
-    modelKey: "bench/model",
-    model: defaultModelInfo(),
-    toolCallId: "call_bench",
-    store,
-    bus: new InProcessEventBus(),
-    clock: systemClock,
-    ids: randomIds,
-    signal: new AbortController().signal,
-    emitChunk: () => undefined,
-    emit: () => undefined,
-    session,
-    runtime,
-    services: {},
-    log: memoryLogger(),
-  };
-}

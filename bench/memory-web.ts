@@ -5,11 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { request } from "undici";
-import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../src/config/defaults.js";
-import { systemClock } from "../src/core/clock.js";
 import { randomIds } from "../src/core/ids.js";
-import { memoryLogger } from "../src/core/logger.js";
-import { InProcessEventBus } from "../src/core/memory-bus.js";
 import { Resources } from "../src/core/resources.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { memorySearch } from "../src/tools/builtin/memory-search.js";
@@ -19,6 +15,7 @@ import { formatEntry } from "../src/tools/shared/memory-files.js";
 import { htmlToText } from "../src/tools/shared/web/html-to-text.js";
 import type { RegisteredTool, ToolContext } from "../src/tools/types.js";
 import { median, withBaseline, type BenchResult } from "./types.js";
+import { benchConfig, benchToolContext } from "./context.js";
 
 const ENTRIES = 10_000;
 const PAGE_BYTES = 5 * 1024 * 1024;
@@ -49,7 +46,7 @@ export async function run(): Promise<BenchResult[]> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   try {
-    const ctx = benchContext(join(root, "ws"), store, runtime, session);
+    const ctx = benchToolContext(benchConfig(join(root, "ws"), { webFetch: { allowHosts: ["127.0.0.1"] } }), store, runtime, session);
     await store.createSession({ id: ctx.sessionId, agent: ctx.agent.name, mode: "chat" });
     const searchAfterWrite: number[] = [];
     const memoryFile = join(ctx.config.paths.memoryDir, "agents", ctx.agent.name, "MEMORY.md");
@@ -195,36 +192,3 @@ async function call(tool: RegisteredTool, input: Record<string, unknown>, ctx: T
   if (output.startsWith("Error:") || output.startsWith("No ")) throw new Error(`bench call failed: ${output.slice(0, 200)}`);
 }
 
-function benchContext(workspace: string, store: SqliteStore, runtime: Resources, session: Resources): ToolContext {
-  const settings = { ...defaultSettings(), webFetch: { allowHosts: ["127.0.0.1"] } };
-  const agent = builtinDefaultAgent();
-  const projectDir = join(workspace, ".veil");
-  return {
-    sessionId: "bench",
-    agent,
-    mode: "chat",
-    workspace,
-    config: {
-      paths: { workspace, projectDir, homeDir: join(workspace, ".veil-home"), dbPath: join(projectDir, "veil.db"), secretPath: join(projectDir, "secret"), memoryDir: join(projectDir, "memory") },
-      settings,
-      models: {},
-      agents: { [agent.name]: agent },
-      env: {},
-    },
-    settings,
-    modelKey: "bench/model",
-    model: defaultModelInfo(),
-    toolCallId: "call_bench",
-    store,
-    bus: new InProcessEventBus(),
-    clock: systemClock,
-    ids: randomIds,
-    signal: new AbortController().signal,
-    emitChunk: () => undefined,
-    emit: () => undefined,
-    session,
-    runtime,
-    services: {},
-    log: memoryLogger(),
-  };
-}

@@ -4,18 +4,15 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../src/config/defaults.js";
+import { builtinDefaultAgent, defaultSettings } from "../src/config/defaults.js";
 import type { VeilConfig } from "../src/config/types.js";
-import { systemClock } from "../src/core/clock.js";
-import { randomIds } from "../src/core/ids.js";
 import { memoryLogger } from "../src/core/logger.js";
-import { InProcessEventBus } from "../src/core/memory-bus.js";
 import { Resources } from "../src/core/resources.js";
 import { createRuntime } from "../src/runtime.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { createCustomToolSource } from "../src/tools/custom/source.js";
-import type { ToolContext } from "../src/tools/types.js";
 import { median, withBaseline, type BenchResult } from "./types.js";
+import { benchToolContext } from "./context.js";
 
 const TOOL_COUNTS = [0, 100, 1000];
 const DISCOVERY_RUNS = 5;
@@ -149,7 +146,7 @@ async function callOverhead(root: string): Promise<BenchResult[]> {
   try {
     const source = createCustomToolSource({ config, log: memoryLogger(), resources, services: {} });
     const [tool] = await source.discover(builtinDefaultAgent());
-    const ctx = benchContext(config, store, resources, session);
+    const ctx = benchToolContext(config, store, resources, session);
     const inProcess = async (input: { message: string }) => String(input.message).toUpperCase();
     await tool!.execute({ message: "warm up" }, ctx);
     const isolated: number[] = [];
@@ -197,27 +194,3 @@ function benchConfig(workspace: string): VeilConfig {
   };
 }
 
-function benchContext(config: VeilConfig, store: SqliteStore, runtime: Resources, session: Resources): ToolContext {
-  return {
-    sessionId: "bench",
-    agent: builtinDefaultAgent(),
-    mode: "chat",
-    workspace: config.paths.workspace,
-    config,
-    settings: config.settings,
-    modelKey: "bench/model",
-    model: defaultModelInfo(),
-    toolCallId: "call_bench",
-    store,
-    bus: new InProcessEventBus(),
-    clock: systemClock,
-    ids: randomIds,
-    signal: new AbortController().signal,
-    emitChunk: () => undefined,
-    emit: () => undefined,
-    session,
-    runtime,
-    services: {},
-    log: memoryLogger(),
-  };
-}
