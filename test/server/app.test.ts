@@ -198,4 +198,24 @@ describe("HTTP API", () => {
     expect(one).toMatchObject({ name: "researcher", description: "digs", source: "project" });
     expect((await server.fetch("/agents/ghost")).status).toBe(404);
   });
+
+  it("serves the todo list a turn wrote, and the tools an agent sees", async () => {
+    h = await createRuntimeHarness();
+    const server = await h.serve();
+    const todos = [
+      { id: "1", content: "read the config", status: "completed", priority: "high" },
+      { id: "2", content: "write the patch", status: "in_progress", priority: "medium" },
+    ];
+    h.llm.enqueue(reply().tool("todo_write", { todos }).stop());
+    h.llm.enqueue(reply().text("planned").stop());
+    const session = await json(await server.fetch("/sessions", { method: "POST", body: "{}" }));
+    await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "plan it" }) });
+    expect(await json(await server.fetch(`/sessions/${session.id}/todos`))).toEqual(todos);
+    expect(h.events.some((e) => e.type === "todo.updated" && e.sessionId === session.id)).toBe(true);
+
+    const tools = await json(await server.fetch("/tools?agent=default"));
+    expect(tools).toHaveLength(24);
+    expect(tools[0]).toMatchObject({ name: "bash", tier: "builtin", state: "always", input_schema: { type: "object" } });
+    expect((await server.fetch("/tools?agent=ghost")).status).toBe(404);
+  });
 });
