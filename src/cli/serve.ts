@@ -6,6 +6,10 @@ import type { CliIo } from "./run.js";
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
 export async function serveCommand(command: { workspace: string; host: string; port: number; secret?: string }, io: CliIo): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
+  // A stray rejection in one session's background work must not take every session down.
+  process.on("unhandledRejection", (reason) => {
+    runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
+  });
   const { secret, generated } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
   await runtime.sessions.recover();
   const server = await startServer({ runtime, secret, host: command.host, port: command.port });
@@ -14,6 +18,8 @@ export async function serveCommand(command: { workspace: string; host: string; p
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       runtime.log.info(`received ${signal}, shutting down`);
+      // A second signal while shutting down exits at once.
+      process.once(signal as NodeJS.Signals, () => process.exit(130));
       process.off("SIGINT", onInt);
       process.off("SIGTERM", onTerm);
       void server.close().then(resolve, (error) => {
