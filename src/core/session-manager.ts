@@ -1,21 +1,19 @@
 import { setMaxListeners } from "node:events";
 import type { AgentConfig, Budget, ReasoningConfig, VeilConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
-import { modelInfo, pickModelKey } from "../llm/models.js";
 import type { LlmClient } from "../llm/types.js";
 import type { MessageRow, NewSession, SessionRow, SessionStatus, Store } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
-import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
-import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
+import type { CustomToolSource } from "../tools/registry.js";
+import type { Logger, RegisteredTool, ToolServices } from "../tools/types.js";
 import type { Clock } from "./clock.js";
-import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventBus } from "./events.js";
 import type { IdGenerator } from "./ids.js";
 import { closeDanglingToolCalls, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
 import { DEFAULT_ENGINES, selectEngine, type Engine } from "../engines/engine.js";
 import { modeConfig } from "./permissions.js";
 import { Resources } from "./resources.js";
-import { resolveBudget } from "./stop-conditions.js";
+import { prepareRun } from "./run-setup.js";
 
 export interface SessionManagerDeps {
   config: VeilConfig;
@@ -307,57 +305,24 @@ export class SessionManager {
   }
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
-    const { store, bus, clock, ids, log, config } = this.deps;
+    const { store, bus, clock, ids, log } = this.deps;
     let result: RunResult;
     try {
       const session = await this.get(id);
-      const agent = this.deps.agents()[session.agent];
-      if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
+      const turn = await prepareRun(this.deps, session, perCall, live.resources);
       await this.setStatus(id, "running", "run started");
-      const modelKey = pickModelKey({ perCall: perCall.model, session: session.model, agent: agent.model, settings: config.settings });
-      const model = modelInfo(modelKey, config.models);
-      const custom = await this.deps.customTools.discover(agent);
-      const toolset = await SessionToolset.create({ builtins: this.deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
-      const history = rowsToMessages(await store.listMessages(id));
-      const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), now: new Date(clock.now()) });
-      const services: ToolServices = { ...this.deps.services, toolset };
       const observers = () => [...(this.observers.get(id) ?? [])];
-      const makeContext = (call: { id: string; name: string }, signal: AbortSignal): ToolContext => ({
-        sessionId: id,
-        agent,
-        mode: session.mode,
-        workspace: config.paths.workspace,
-        config,
-        settings: config.settings,
-        modelKey,
-        model,
-        toolCallId: call.id,
-        store,
-        bus,
-        clock,
-        ids,
-        signal,
-        emitChunk: (chunk) => void bus.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
-        emit: (body) => void bus.publish(id, body),
-        session: live.resources,
-        runtime: this.deps.runtimeResources,
-        services,
-        log,
-      });
-      result = await selectEngine(this.deps.engines ?? DEFAULT_ENGINES, modelKey).run(
+      result = await selectEngine(this.deps.engines ?? DEFAULT_ENGINES, turn.modelKey).run(
         {
           sessionId: id,
-          modelKey,
-          reasoning: perCall.reasoning ?? session.reasoning ?? agent.reasoning ?? null,
-          systemPrompt,
-          history,
-          toolset,
+          modelKey: turn.modelKey,
+          reasoning: turn.reasoning,
+          systemPrompt: turn.systemPrompt,
+          history: turn.history,
+          toolset: turn.toolset,
           usageBefore: session.token_usage ?? ZERO_USAGE,
-          maxOutputTokens: model.max_output_tokens,
-          budget: async () => {
-            const fresh = await store.getSession(id);
-            return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
-          },
+          maxOutputTokens: turn.model.max_output_tokens,
+          budget: turn.budget,
         },
         {
           llm: this.deps.llm,
@@ -367,7 +332,7 @@ export class SessionManager {
           ids,
           log,
           signal: run.controller.signal,
-          makeContext,
+          makeContext: turn.makeContext,
           stopRequested: () => run.stopRequest,
           hasInbox: () => live.pending.size > 0,
           drainInbox: () => this.drain(id, live),

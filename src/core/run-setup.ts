@@ -1,0 +1,99 @@
+import type { AgentConfig, Budget, ModelInfo, ReasoningConfig, VeilConfig } from "../config/types.js";
+import { VeilError } from "../errors.js";
+import { modelInfo, pickModelKey } from "../llm/models.js";
+import type { LlmMessage } from "../llm/types.js";
+import type { SessionRow, Store } from "../store/store.js";
+import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
+import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
+import type { Clock } from "./clock.js";
+import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
+import type { EventBus } from "./events.js";
+import type { IdGenerator } from "./ids.js";
+import type { Resources } from "./resources.js";
+import { resolveBudget } from "./stop-conditions.js";
+
+export interface RunSetupDeps {
+  config: VeilConfig;
+  store: Store;
+  bus: EventBus;
+  clock: Clock;
+  ids: IdGenerator;
+  log: Logger;
+  builtins: readonly RegisteredTool[];
+  customTools: CustomToolSource;
+  runtimeResources: Resources;
+  services: ToolServices;
+  agents(): Record<string, AgentConfig>;
+}
+
+/** Everything one turn needs, resolved once at its start. */
+export interface PreparedRun {
+  agent: AgentConfig;
+  modelKey: string;
+  model: ModelInfo;
+  reasoning: ReasoningConfig | null;
+  toolset: SessionToolset;
+  history: LlmMessage[];
+  systemPrompt: string;
+  /** Re-read before every model call so update-session budget changes apply at once. */
+  budget(): Promise<Budget>;
+  makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
+}
+
+/**
+ * Resolves a turn: the agent, the model (per-call > session > agent > settings),
+ * the session's tools (custom tools re-discovered), the history and the system prompt.
+ */
+export async function prepareRun(
+  deps: RunSetupDeps,
+  session: SessionRow,
+  perCall: { model?: string; reasoning?: ReasoningConfig },
+  sessionResources: Resources,
+): Promise<PreparedRun> {
+  const { config, store, bus, clock, ids, log } = deps;
+  const id = session.id;
+  const agent = deps.agents()[session.agent];
+  if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
+  const modelKey = pickModelKey({ perCall: perCall.model, session: session.model, agent: agent.model, settings: config.settings });
+  const model = modelInfo(modelKey, config.models);
+  const custom = await deps.customTools.discover(agent);
+  const toolset = await SessionToolset.create({ builtins: deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
+  const history = rowsToMessages(await store.listMessages(id));
+  const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), now: new Date(clock.now()) });
+  const services: ToolServices = { ...deps.services, toolset };
+  return {
+    agent,
+    modelKey,
+    model,
+    reasoning: perCall.reasoning ?? session.reasoning ?? agent.reasoning ?? null,
+    toolset,
+    history,
+    systemPrompt,
+    async budget() {
+      const fresh = await store.getSession(id);
+      return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
+    },
+    makeContext: (call, signal) => ({
+      sessionId: id,
+      agent,
+      mode: session.mode,
+      workspace: config.paths.workspace,
+      config,
+      settings: config.settings,
+      modelKey,
+      model,
+      toolCallId: call.id,
+      store,
+      bus,
+      clock,
+      ids,
+      signal,
+      emitChunk: (chunk) => void bus.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
+      emit: (body) => void bus.publish(id, body),
+      session: sessionResources,
+      runtime: deps.runtimeResources,
+      services,
+      log,
+    }),
+  };
+}
