@@ -1,12 +1,12 @@
 import { Type } from "../../schema.js";
-import { isAbsolute, join, relative } from "node:path";
+import { isAbsolute, relative } from "node:path";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { displayPath, isReadProtected, isWithin, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool } from "../shared/fs-errors.js";
 import { globFiles } from "../shared/glob-search.js";
 import { ripgrepPath } from "../shared/ripgrep.js";
-import { comparePaths, skippedDirs } from "../shared/file-walk.js";
+import { skippedDirs } from "../shared/file-walk.js";
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 5000;
@@ -39,21 +39,20 @@ export const glob = defineTool({
     const rg = await ripgrepPath(ctx);
     const engine = rg ? "rg" : "node";
     const skipDirs = skippedDirs(displayPath(ctx.workspace, cwd), pattern);
-    const found = await globFiles({ cwd, pattern, skipDirs, rg, signal: ctx.signal });
     // The runtime's secret and database files are not surfaced (the DB would always be "newest").
-    const dated = found.filter((match) => !isReadProtected(policy, join(cwd, match.path)));
+    const exclude = (absolute: string) => isReadProtected(policy, absolute);
+    const { total, newest } = await globFiles({ cwd, pattern, skipDirs, rg, limit, exclude, signal: ctx.signal });
     if (ctx.signal.aborted) throw new ToolError("CANCELLED", "glob was cancelled.");
-    dated.sort((a, b) => b.mtime - a.mtime || comparePaths(a.path, b.path));
-    const shown = dated.slice(0, limit).map((entry) => entry.path);
+    const shown = newest.map((entry) => entry.path);
 
     if (shown.length === 0) {
       return { output: `No files found matching "${input.pattern}" in ${cwd}.`, details: { cwd, total: 0, engine } };
     }
     const footer =
-      dated.length > shown.length
-        ? `\n\n(Showing ${shown.length} of ${dated.length} matching files, newest first. Narrow the pattern or raise limit to see more.)`
+      total > shown.length
+        ? `\n\n(Showing ${shown.length} of ${total} matching files, newest first. Narrow the pattern or raise limit to see more.)`
         : "";
-    return { output: shown.join("\n") + footer, details: { cwd, total: dated.length, shown: shown.length, truncated: dated.length > shown.length, engine } };
+    return { output: shown.join("\n") + footer, details: { cwd, total, shown: shown.length, truncated: total > shown.length, engine } };
   },
 });
 

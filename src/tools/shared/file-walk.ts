@@ -49,18 +49,27 @@ export async function walkFiles(root: string, options: WalkOptions): Promise<str
 }
 
 /**
- * Orders paths the way a directory walk sorted by name would (component by component),
- * so `a/b` comes before `a.txt`. Works on `/` or platform separators.
+ * Orders paths the way a directory walk sorted by name would (component by component,
+ * by UTF-16 code unit), so `a/b` comes before `a.txt`. Works on `/` or platform
+ * separators. Compares in place (no splitting): it runs for every tie in glob's order.
  */
 export function comparePaths(a: string, b: string): number {
-  const pa = a.split(/[\\/]/);
-  const pb = b.split(/[\\/]/);
-  const n = Math.min(pa.length, pb.length);
+  const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
-    if (pa[i] !== pb[i]) {
-      // A folder's contents come where the folder's name sorts.
-      return pa[i]! < pb[i]! ? -1 : 1;
-    }
+    const ca = a.charCodeAt(i);
+    const cb = b.charCodeAt(i);
+    if (ca === cb) continue;
+    const sepA = ca === SLASH || ca === BACKSLASH;
+    const sepB = cb === SLASH || cb === BACKSLASH;
+    if (sepA && sepB) continue;
+    // A component that ends first is a prefix of the other one, so it sorts first;
+    // a folder's contents come where the folder's name sorts.
+    if (sepA) return -1;
+    if (sepB) return 1;
+    return ca < cb ? -1 : 1;
   }
-  return pa.length - pb.length;
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
+
+const SLASH = 47;
+const BACKSLASH = 92;

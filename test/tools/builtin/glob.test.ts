@@ -96,4 +96,46 @@ describe("glob", () => {
     }
     expect((await both({ pattern: "**/*.ts", cwd: "src", limit: 100 })).rg).toBe((await both({ pattern: "**/*.ts", cwd: "src", limit: 100 })).node);
   });
+
+  it("keeps the `limit` newest with equal times ordered by path, and counts every match", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) files[`d${i % 3}/${i % 2 ? "sub/" : ""}f${i}.txt`] = String(i);
+    harness = await createToolHarness({ files });
+    const base = Math.floor(Date.now() / 1000) - 10_000;
+    // Four distinct times, ten files each: most of the order comes from the tie-break.
+    const stamped = Object.keys(files).map((path, i) => ({ path, time: base + ((i * 7) % 4) * 60 }));
+    for (const { path, time } of stamped) utimesSync(harness.ws.path(path), time, time);
+    const expected = stamped
+      .sort((a, b) => b.time - a.time || byComponents(a.path, b.path))
+      .map((entry) => entry.path);
+    for (const overrides of [{}, FALLBACK]) {
+      for (const limit of [1, 2, 9, 10, 11, 39, 40, 41]) {
+        const result = await harness.call(glob, { pattern: "**/*.txt", limit }, overrides);
+        const [shown, footer] = result.output.split("\n\n");
+        expect(shown!.split("\n"), `limit ${limit}`).toEqual(expected.slice(0, limit));
+        expect(result.details?.total).toBe(40);
+        if (limit < 40) expect(footer).toBe(`(Showing ${limit} of 40 matching files, newest first. Narrow the pattern or raise limit to see more.)`);
+        else expect(footer).toBeUndefined();
+      }
+    }
+  });
+
+  it("leaves the runtime's database out of results and counts", async () => {
+    harness = await createToolHarness({ files: { "notes.md": "n" } });
+    const result = await harness.call(glob, { pattern: "**/*", limit: 100 });
+    const fallback = await harness.call(glob, { pattern: "**/*", limit: 100 }, FALLBACK);
+    expect(result.output).toBe("notes.md");
+    expect(fallback.output).toBe("notes.md");
+    expect((await harness.call(glob, { pattern: ".veil/veil.db" })).output).toMatch(/^No files found/);
+  });
 });
+
+/** Component-by-component path order (a folder's contents sort where its name does). */
+function byComponents(a: string, b: string): number {
+  const pa = a.split("/");
+  const pb = b.split("/");
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
+    if (pa[i] !== pb[i]) return pa[i]! < pb[i]! ? -1 : 1;
+  }
+  return pa.length - pb.length;
+}
