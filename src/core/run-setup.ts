@@ -22,7 +22,9 @@ export interface RunSetupDeps {
   builtins: readonly RegisteredTool[];
   customTools: CustomToolSource;
   runtimeResources: Resources;
+  /** Shared services handed to tools (wakeups, remote methods, sessions, selfAddress…). */
   services: ToolServices;
+  /** Agents are re-read per session so new agent folders show up without a restart. */
   agents(): Record<string, AgentConfig>;
 }
 

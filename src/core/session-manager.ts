@@ -1,37 +1,19 @@
 import { setMaxListeners } from "node:events";
-import type { AgentConfig, Budget, ReasoningConfig, VeilConfig } from "../config/types.js";
+import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import type { LlmClient } from "../llm/types.js";
-import type { MessageRow, NewSession, SessionRow, SessionStatus, Store } from "../store/store.js";
+import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
-import type { CustomToolSource } from "../tools/registry.js";
-import type { Logger, RegisteredTool, ToolServices } from "../tools/types.js";
-import type { Clock } from "./clock.js";
-import type { EventBus } from "./events.js";
-import type { IdGenerator } from "./ids.js";
 import { closeDanglingToolCalls, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
 import { DEFAULT_ENGINES, selectEngine, type Engine } from "../engines/engine.js";
 import { modeConfig } from "./permissions.js";
 import { Resources } from "./resources.js";
-import { prepareRun } from "./run-setup.js";
+import { prepareRun, type RunSetupDeps } from "./run-setup.js";
 
-export interface SessionManagerDeps {
-  config: VeilConfig;
-  store: Store;
-  bus: EventBus;
+export interface SessionManagerDeps extends RunSetupDeps {
   llm: LlmClient;
-  clock: Clock;
-  ids: IdGenerator;
-  log: Logger;
-  builtins: readonly RegisteredTool[];
-  customTools: CustomToolSource;
-  runtimeResources: Resources;
-  /** Shared services handed to tools (wakeups, remote methods, sessions, selfAddress…). */
-  services: ToolServices;
   /** Engines by model key; default: claude-cli for `cc/…` keys, else the native loop. */
   engines?: readonly Engine[];
-  /** Agents are re-read per session so new agent folders show up without a restart. */
-  agents(): Record<string, AgentConfig>;
 }
 
 export interface CreateSessionInput {

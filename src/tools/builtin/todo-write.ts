@@ -4,7 +4,7 @@ import { ToolError } from "../../errors.js";
 import type { TodoItem } from "../../store/store.js";
 import { renderTodos } from "./todo-read.js";
 
-const MAX_TODOS = 200;
+const MAX_ITEMS = 200;
 
 const Todo = Type.Object(
   {
@@ -26,7 +26,7 @@ const Todo = Type.Object(
 
 const Params = Type.Object({
   todos: Type.Array(Todo, {
-    maxItems: MAX_TODOS,
+    maxItems: MAX_ITEMS,
     description: "The whole todo list; it replaces the previous one (send [] to clear it).",
   }),
 });
