@@ -4,7 +4,6 @@ import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { displayPath, isReadProtected, isWithin, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool } from "../shared/fs-errors.js";
-import { globFiles } from "../shared/glob-search.js";
 import { ripgrepPath } from "../shared/ripgrep.js";
 import { skippedDirs } from "../shared/file-walk.js";
 
@@ -41,6 +40,8 @@ export const glob = defineTool({
     const skipDirs = skippedDirs(displayPath(ctx.workspace, cwd), pattern);
     // The runtime's secret and database files are not surfaced (the DB would always be "newest").
     const exclude = (absolute: string) => isReadProtected(policy, absolute);
+    // picomatch and the walker load on first use, not at start-up.
+    const { globFiles } = await import("../shared/glob-search.js");
     const { total, newest } = await globFiles({ cwd, pattern, skipDirs, rg, limit, exclude, signal: ctx.signal });
     if (ctx.signal.aborted) throw new ToolError("CANCELLED", "glob was cancelled.");
     const shown = newest.map((entry) => entry.path);

@@ -5,7 +5,7 @@ import { ToolError } from "../../errors.js";
 import { displayPath, guardRead, isReadProtected, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool } from "../shared/fs-errors.js";
 import { comparePaths, skippedDirs } from "../shared/file-walk.js";
-import { grepSearch, type GrepFile } from "../shared/grep-search.js";
+import type { GrepFile } from "../shared/grep-search.js";
 import { ripgrepPath } from "../shared/ripgrep.js";
 import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 
@@ -50,6 +50,8 @@ export const grep = defineTool({
     const rg = await ripgrepPath(ctx);
     const engine = rg ? "rg" : "node";
 
+    // picomatch and the search engine load on first use, not at start-up.
+    const { grepSearch } = await import("../shared/grep-search.js");
     const result = await grepSearch({
       root,
       file: isFile ? basename(target) : undefined,

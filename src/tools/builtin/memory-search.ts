@@ -1,5 +1,6 @@
 import { open, readFile, stat } from "node:fs/promises";
-import MiniSearch from "minisearch";
+import { createRequire } from "node:module";
+import type MiniSearch from "minisearch";
 import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
 import type { Disposable } from "../types.js";
@@ -145,7 +146,9 @@ function lastBytes(bytes: Buffer): Buffer {
 
 /** BM25+ over entry text with folding, stop words, a light stemmer, prefix and typo tolerance. */
 export function buildIndex(entries: MemoryEntry[]): MiniSearch<{ id: number; content: string }> {
-  const index = new MiniSearch<{ id: number; content: string }>({
+  // Loaded on the first search, not at start-up.
+  const MiniSearchClass = createRequire(import.meta.url)("minisearch") as typeof MiniSearch;
+  const index = new MiniSearchClass<{ id: number; content: string }>({
     fields: ["content"],
     processTerm: normaliseTerm,
     searchOptions: {
