@@ -22,4 +22,10 @@ export function installMultiAgent(runtime: Runtime): void {
   );
   runtime.services[MULTI_AGENT_SERVICE] = service;
   runtime.services.llm ??= runtime.llm;
+  // Sub-agents live no longer than their parent: closing a session closes its
+  // descendants (depth first), so no orphan keeps running and spending tokens.
+  runtime.sessions.onClose(async (parentId) => {
+    const children = await runtime.store.listSessions({ parentSessionId: parentId });
+    for (const child of children) if (child.status !== "closed") await runtime.sessions.close(child.id);
+  });
 }

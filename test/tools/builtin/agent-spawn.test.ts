@@ -156,4 +156,15 @@ describe("agent_spawn", () => {
     expect(rows.map((r) => r.id).sort()).toEqual(children.map((c) => c.id).sort());
     expect(rows.some((r) => r.id === other)).toBe(false);
   });
+
+  it("closing a parent closes its sub-agents, depth first", async () => {
+    h = await createAgentsHarness();
+    const parent = await h.bossSession();
+    const first = await h.call(agentSpawn, parent, { agent: "worker", instance_name: "w1", objective: "OBJ-a" });
+    const child = tag(first.output, "session-id")!;
+    const second = await h.call(agentSpawn, child, { agent: "worker", instance_name: "w2", objective: "OBJ-b" });
+    const grandchild = tag(second.output, "session-id")!;
+    await h.runtime.sessions.close(parent);
+    for (const id of [parent, child, grandchild]) expect((await h.runtime.store.getSession(id))?.status).toBe("closed");
+  });
 });
