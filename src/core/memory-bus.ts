@@ -9,6 +9,8 @@ interface Subscriber {
 
 /** Default replay depth: enough for a reconnect after a network blip, bounded in memory. */
 export const DEFAULT_REPLAY_EVENTS = 2000;
+/** Per-session replay rings kept at once; the least recently active are dropped first. */
+export const DEFAULT_REPLAY_SESSIONS = 500;
 
 /**
  * In-process event bus. Keeps a bounded ring of recent events for Last-Event-ID
@@ -18,22 +20,33 @@ export const DEFAULT_REPLAY_EVENTS = 2000;
 export class InProcessEventBus implements EventBus {
   private readonly subscribers = new Set<Subscriber>();
   private readonly global: VeilEvent[] = [];
-  private readonly perSession = new Map<string, { seq: number; events: VeilEvent[] }>();
+  /** Sequence counters outlive replay rings, so a session's seq never restarts. */
+  private readonly seqs = new Map<string, number>();
+  /** Replay rings in least-recently-published order (Map keeps insertion order). */
+  private readonly rings = new Map<string, VeilEvent[]>();
   private gseq = 0;
 
   constructor(
-    private readonly options: { replayEvents?: number; perSessionReplay?: number; clock?: Clock; onHandlerError?: (error: unknown) => void } = {},
+    private readonly options: {
+      replayEvents?: number;
+      perSessionReplay?: number;
+      replaySessions?: number;
+      clock?: Clock;
+      onHandlerError?: (error: unknown) => void;
+    } = {},
   ) {}
 
   publish(sessionId: string, body: VeilEventBody): VeilEvent {
-    let session = this.perSession.get(sessionId);
-    if (!session) {
-      session = { seq: 0, events: [] };
-      this.perSession.set(sessionId, session);
-    }
-    const event = { ...body, sessionId, seq: ++session.seq, gseq: ++this.gseq, ts: (this.options.clock ?? systemClock).now() } as VeilEvent;
+    const seq = (this.seqs.get(sessionId) ?? 0) + 1;
+    this.seqs.set(sessionId, seq);
+    const event = { ...body, sessionId, seq, gseq: ++this.gseq, ts: (this.options.clock ?? systemClock).now() } as VeilEvent;
     pushBounded(this.global, event, this.options.replayEvents ?? DEFAULT_REPLAY_EVENTS);
-    pushBounded(session.events, event, this.options.perSessionReplay ?? DEFAULT_REPLAY_EVENTS);
+    let ring = this.rings.get(sessionId);
+    if (ring) this.rings.delete(sessionId);
+    else ring = [];
+    this.rings.set(sessionId, ring);
+    pushBounded(ring, event, this.options.perSessionReplay ?? DEFAULT_REPLAY_EVENTS);
+    if (this.rings.size > (this.options.replaySessions ?? DEFAULT_REPLAY_SESSIONS)) this.rings.delete(this.rings.keys().next().value!);
     for (const sub of this.subscribers) {
       if (!matches(sub.filter, event)) continue;
       try {
@@ -53,16 +66,16 @@ export class InProcessEventBus implements EventBus {
 
   replay(filter: EventFilter, after: number): VeilEvent[] | null {
     if (filter.sessionId !== undefined) {
-      const session = this.perSession.get(filter.sessionId);
-      if (!session) return after <= 0 ? [] : null;
-      return sliceAfter(session.events, after, (e) => e.seq, session.seq)?.filter((e) => matches(filter, e)) ?? null;
+      const last = this.seqs.get(filter.sessionId) ?? 0;
+      const ring = this.rings.get(filter.sessionId) ?? [];
+      return sliceAfter(ring, after, (e) => e.seq, last)?.filter((e) => matches(filter, e)) ?? null;
     }
     return sliceAfter(this.global, after, (e) => e.gseq, this.gseq)?.filter((e) => matches(filter, e)) ?? null;
   }
 
-  /** Drops a closed session's replay ring. */
+  /** Drops a session's replay ring (its sequence counter stays). */
   forgetSession(sessionId: string): void {
-    this.perSession.delete(sessionId);
+    this.rings.delete(sessionId);
   }
 }
 
