@@ -95,7 +95,8 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
         }
         if (error.code === "CANCELLED" || error.code === "VALIDATION_ERROR" || error.code === "UNAUTHORIZED") return yield ended;
         if (error.code === "MODEL_NOT_FOUND" || !error.retryable || attempt >= retry.maxRetries) {
-          log?.warn("llm model failed; trying the next model", { model: key, code: error.code, message: error.message, attempts: attempt + 1 });
+          const next = chain[chain.indexOf(key) + 1];
+          log?.warn(next ? `llm model failed; trying the next model (${next})` : "llm model failed; no fallback model left", { model: key, code: error.code, message: error.message, attempts: attempt + 1 });
           break;
         }
         const delay = Math.min(error.retryAfterMs ?? retry.baseDelayMs * 2 ** attempt, retry.maxDelayMs);
