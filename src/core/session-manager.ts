@@ -278,7 +278,7 @@ export class SessionManager {
     });
     void run.done.then(async () => {
       // A message that arrived after the run's last boundary starts the next run.
-      if (live.closing || live.run) return;
+      if (this.stopping || live.closing || live.run) return;
       const session = await this.deps.store.getSession(id);
       if (session?.status !== "idle") return;
       const inbox = await this.deps.store.listInbox(id);

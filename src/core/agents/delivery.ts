@@ -28,6 +28,8 @@ interface Waiter {
   settled: boolean;
   /** A sync call from the same caller that takes this reply instead of a delivery. */
   taker: ((reply: AgentReply) => void) | null;
+  /** Re-attached after a restart from its durable inbox item: no send receipt, the run-end hook answers it. */
+  recovered: boolean;
 }
 
 /** The dispatch chain of one target: its seed (while in flight) and its followers. */
@@ -35,6 +37,8 @@ interface Chain {
   target: Pick<SessionRow, "id" | "agent" | "instance_name">;
   seed: Waiter | null;
   followers: Map<string, Waiter>;
+  /** Seeds re-attached after a restart (normally one; `seed` points at the first). */
+  recovered: Map<string, Waiter>;
   unobserve: () => void;
 }
 
@@ -93,13 +97,22 @@ export class AgentDelivery {
       drainedRow: null,
       settled: false,
       taker: null,
+      recovered: false,
     };
     if (waiter.role === "seed") chain.seed = waiter;
     else chain.followers.set(waiter.correlationId, waiter);
     let receipt;
     try {
       receipt = await this.deps.sessions.send(input.target.id, input.content, {
-        meta: { ...input.meta, async_inform: true, dispatch_role: waiter.role === "seed" ? "msg#1" : "msg#2+", agentCorrelation: waiter.correlationId },
+        // replyTo/fullSteps let a restarted runtime re-attach a seed still in the inbox (recover()).
+        meta: {
+          ...input.meta,
+          async_inform: true,
+          dispatch_role: waiter.role === "seed" ? "msg#1" : "msg#2+",
+          agentCorrelation: waiter.correlationId,
+          replyTo: input.callerId,
+          fullSteps: input.fullSteps,
+        },
       });
     } catch (error) {
       this.forget(chain, waiter);
@@ -176,12 +189,52 @@ export class AgentDelivery {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * After a restart (call before `sessions.recover()`): re-attaches every msg#1 still
+   * waiting in a target's durable inbox, so the run that consumes it answers its caller
+   * exactly once. msg#2+ items are not re-attached (their mid-run replies are best-effort).
+   * Returns the number of seeds re-attached.
+   */
+  async recover(): Promise<number> {
+    const { store } = this.deps;
+    let count = 0;
+    for (const targetId of await store.sessionsWithInbox()) {
+      const target = await store.getSession(targetId);
+      if (!target || target.status === "closed") continue;
+      for (const item of await store.listInbox(targetId)) {
+        const meta = item.meta ?? {};
+        const correlationId = meta.agentCorrelation;
+        const callerId = meta.replyTo ?? meta.fromSessionId;
+        if (meta.async_inform !== true || meta.dispatch_role !== "msg#1" || typeof correlationId !== "string" || typeof callerId !== "string") continue;
+        const chain = this.chainFor(target);
+        if (chain.recovered.has(correlationId)) continue;
+        const waiter: Waiter = {
+          correlationId,
+          callerId,
+          role: "seed",
+          fullSteps: meta.fullSteps === true,
+          messageId: item.id,
+          drainedRow: null,
+          settled: false,
+          taker: null,
+          recovered: true,
+        };
+        chain.recovered.set(correlationId, waiter);
+        chain.seed ??= waiter;
+        count++;
+      }
+    }
+    return count;
+  }
+
   /** Chains in flight (diagnostics). */
   activeChains(): number {
     return this.chains.size;
   }
 
-  dispose(): void {
+  /** Lets replies already being handed over finish (a shutdown's cancelled runs still answer), then stops. */
+  async dispose(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     this.disposed = true;
     for (const chain of this.chains.values()) chain.unobserve();
     this.chains.clear();
@@ -191,7 +244,7 @@ export class AgentDelivery {
   private chainFor(target: Chain["target"]): Chain {
     const existing = this.chains.get(target.id);
     if (existing) return existing;
-    const chain: Chain = { target, seed: null, followers: new Map(), unobserve: () => undefined };
+    const chain: Chain = { target, seed: null, followers: new Map(), recovered: new Map(), unobserve: () => undefined };
     chain.unobserve = this.deps.sessions.observe(target.id, {
       onDrained: (rows) => this.drained(chain, rows),
       onAssistant: (row, info) => this.assistant(chain, row, info),
@@ -206,6 +259,8 @@ export class AgentDelivery {
       const id = row.meta?.agentCorrelation;
       if (typeof id !== "string") continue;
       if (chain.seed?.correlationId === id) chain.seed.drainedRow = row;
+      const recovered = chain.recovered.get(id);
+      if (recovered) recovered.drainedRow = row;
       const follower = chain.followers.get(id);
       if (follower) follower.drainedRow = row;
     }
@@ -220,12 +275,27 @@ export class AgentDelivery {
     }
   }
 
-  /** The run ended before producing text for a drained msg#2+. */
+  /** The run ended before producing text for a drained msg#2+; a re-attached msg#1 it consumed gets its final text. */
   private runEnd(chain: Chain, result: RunResult): void {
     const seedInRun = Boolean(chain.seed?.drainedRow);
     for (const waiter of this.armed(chain)) {
       if (seedInRun) this.coincide(chain, waiter);
       else this.settle(chain, waiter, { text: finalText(result), finishReason: result.finishReason, role: "follower", midRun: false });
+    }
+    for (const waiter of chain.recovered.values()) {
+      if (waiter.settled) continue;
+      if (waiter.drainedRow) {
+        this.runEnded(chain, waiter, result);
+        continue;
+      }
+      // A failed run drains its inbox without the drain hook: the stored row tells whether it took this seed.
+      const id = waiter.messageId;
+      if (result.stopReason !== "error" || !id) continue;
+      this.track(
+        (async () => {
+          if (!waiter.settled && (await this.deps.store.getMessage(id))) this.runEnded(chain, waiter, result);
+        })(),
+      );
     }
   }
 
@@ -237,7 +307,8 @@ export class AgentDelivery {
       return;
     }
     waiter.settled = true;
-    chain.seed = null;
+    chain.recovered.delete(waiter.correlationId);
+    if (chain.seed === waiter) chain.seed = [...chain.recovered.values()][0] ?? null;
     const work = (async () => {
       const text = waiter.fullSteps && waiter.messageId ? await this.stepsLog(chain.target.id, waiter.messageId, result) : finalText(result);
       this.answer(chain, waiter, { text, finishReason: result.finishReason, role: "seed", midRun: false });
@@ -298,8 +369,9 @@ export class AgentDelivery {
     try {
       await this.deps.sessions.send(waiter.callerId, content, { meta });
     } catch (error) {
-      if (isVeilError(error) && error.code === "SESSION_SUSPENDED") {
-        // Kept in the durable inbox: the SessionManager delivers it when the caller resumes.
+      if (isVeilError(error) && (error.code === "SESSION_SUSPENDED" || error.code === "CANCELLED")) {
+        // Kept in the durable inbox: the SessionManager delivers it when the caller resumes, or
+        // (CANCELLED: the runtime is shutting down) when the next runtime's recover() runs.
         const id = this.deps.ids.next("msg");
         await this.deps.store.addInbox({ id, session_id: waiter.callerId, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
       } else {
@@ -329,7 +401,8 @@ export class AgentDelivery {
   }
 
   private forget(chain: Chain, waiter: Waiter): void {
-    if (chain.seed === waiter) chain.seed = null;
+    if (chain.recovered.get(waiter.correlationId) === waiter) chain.recovered.delete(waiter.correlationId);
+    if (chain.seed === waiter) chain.seed = [...chain.recovered.values()][0] ?? null;
     chain.followers.delete(waiter.correlationId);
     this.maybeDrop(chain);
   }

@@ -83,8 +83,8 @@ export class MultiAgentService {
     ];
   }
 
-  dispose(): void {
-    this.delivery.dispose();
+  async dispose(): Promise<void> {
+    await this.delivery.dispose();
   }
 }
 
