@@ -23,8 +23,9 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   app.notFound((c) => apiError(c, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`));
 
   app.use("*", async (c, next) => {
-    if (!hostAllowed(c.req.header("host"), state.allowedHosts)) return apiError(c, "FORBIDDEN", "Host header does not name this server");
-    if (!originAllowed(c.req.header("origin"), state.allowedHosts)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
+    const hosts = state.allowedHosts ?? new Set([(c.req.header("host") ?? "").toLowerCase()]);
+    if (!hostAllowed(c.req.header("host"), hosts)) return apiError(c, "FORBIDDEN", "Host header does not name this server");
+    if (!originAllowed(c.req.header("origin"), hosts)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
     c.set("authenticated", tokenMatches(bearerToken(c.req.header("authorization")), state.secret));
     if (!PUBLIC_PATHS.has(c.req.path) && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
       return apiError(c, "UNAUTHORIZED", "missing or wrong bearer token (Authorization: Bearer <secret>)");

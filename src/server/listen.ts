@@ -23,7 +23,9 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
     s.once("error", reject);
   });
   const port = (server.address() as AddressInfo).port;
-  for (const name of allowedHosts(host, port)) state.allowedHosts.add(name);
+  // Bound to every interface, clients name the machine however they reach it; the bearer
+  // secret still guards every route, and Origin must be same-origin.
+  state.allowedHosts = host === "0.0.0.0" || host === "::" ? null : allowedHosts(host, port);
   options.runtime.services.selfAddress = { host, port };
   const shownHost = host.includes(":") ? `[${host}]` : host;
   let closing: Promise<void> | undefined;

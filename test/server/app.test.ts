@@ -50,6 +50,28 @@ describe("HTTP API", () => {
     expect(await status({ host: `127.0.0.1:${server.port}` })).toBe(200);
   });
 
+  it("bound to every interface, answers any Host name but still refuses cross-origin requests", async () => {
+    h = await createRuntimeHarness();
+    const { startServer } = await import("../../src/server/listen.js");
+    const server = await startServer({ runtime: h.runtime, secret: TEST_SECRET, host: "0.0.0.0", port: 0, closeRuntime: false });
+    try {
+      const status = (headers: Record<string, string>) =>
+        new Promise<number>((resolve, reject) => {
+          const req = httpRequest({ host: "127.0.0.1", port: server.port, path: "/health", headers }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      expect(await status({ host: `192.168.1.99:${server.port}` })).toBe(200);
+      expect(await status({ host: `veil.lan:${server.port}`, origin: `http://veil.lan:${server.port}` })).toBe(200);
+      expect(await status({ host: `veil.lan:${server.port}`, origin: "http://evil.example" })).toBe(403);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("validates bodies with stable codes and never loses or corrupts anything", async () => {
     h = await createRuntimeHarness({ settings: { limits: { maxBodyBytes: 2048 } } });
     const server = await h.serve();
