@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { AgentConfig, Settings, VeilConfig } from "./config/types.js";
-import { loadAgents, loadConfig } from "./config/load.js";
+import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
 import { systemClock, type Clock } from "./core/clock.js";
 import type { EventBus } from "./core/events.js";
 import { randomIds, type IdGenerator } from "./core/ids.js";
@@ -71,10 +71,16 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const services: ToolServices = {};
   const customTools = options.customTools ?? createCustomToolSource({ config, log, resources, services });
   let cachedAgents = config.agents;
+  let stamp = agentsStamp(config.paths);
   const agents = () => {
     if (options.reloadAgents === false) return cachedAgents;
     try {
-      cachedAgents = loadAgents(config.paths);
+      // Re-read only when an agent file changed: sessions see new agents without a restart.
+      const now = agentsStamp(config.paths);
+      if (now !== stamp) {
+        cachedAgents = loadAgents(config.paths);
+        stamp = now;
+      }
     } catch (error) {
       log.warn("agent folders could not be re-read; keeping the last good set", { error: String(error) });
     }

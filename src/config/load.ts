@@ -87,6 +87,28 @@ export function loadAgents(paths: VeilPaths): Record<string, AgentConfig> {
   return agents;
 }
 
+/**
+ * A cheap stamp of the agent folders (names, sizes and mtimes of agent.json and
+ * AGENT.md): when it is unchanged, a reload would read the same agents.
+ */
+export function agentsStamp(paths: VeilPaths): string {
+  const parts: string[] = [];
+  for (const dir of [join(paths.homeDir, "agents"), join(paths.projectDir, "agents")]) {
+    if (!isDir(dir)) continue;
+    for (const entry of readdirSync(dir).sort()) {
+      for (const file of ["agent.json", "AGENT.md"]) {
+        try {
+          const info = statSync(join(dir, entry, file));
+          parts.push(`${dir}/${entry}/${file}:${info.size}:${info.mtimeMs}`);
+        } catch {
+          // absent file: part of the stamp by omission
+        }
+      }
+    }
+  }
+  return parts.join("|");
+}
+
 function readAgent(folder: string, file: string, folderName: string, source: "global" | "project"): AgentConfig {
   const raw = readJsonFile(file, validateAgent) as Record<string, unknown>;
   const promptFile = join(folder, "AGENT.md");

@@ -250,4 +250,15 @@ describe("agent loop", () => {
     expect(result.error).toMatchObject({ code: "CONFIG_ERROR", message: expect.stringMatching(/claude-cli engine/) });
     expect(h.llm.completionRequests).toHaveLength(0);
   });
+
+  it("sees an agent folder added after start without a restart", async () => {
+    h = await createRuntimeHarness();
+    await expect(h.runtime.sessions.create({ agent: "late" })).rejects.toMatchObject({ code: "AGENT_NOT_FOUND" });
+    h.ws.write(".veil/agents/late/agent.json", JSON.stringify({ description: "added later" }));
+    h.ws.write(".veil/agents/late/AGENT.md", "You arrived late.");
+    const session = await h.runtime.sessions.create({ agent: "late" });
+    h.llm.enqueue(reply().text("hi").stop());
+    await (await h.runtime.sessions.send(session.id, "hello")).result;
+    expect(h.llm.completionRequests[0]!.body.messages[0].content).toMatch(/^You arrived late\./);
+  });
 });

@@ -13,6 +13,18 @@ async function json(res: Response) {
   return (await res.json()) as any;
 }
 
+/** Status of GET /health sent with exactly these headers (fetch cannot set Host). */
+function healthStatus(port: number, headers: Record<string, string>): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path: "/health", headers }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 describe("HTTP API", () => {
   it("serves /health without auth and requires the bearer secret everywhere else", async () => {
     h = await createRuntimeHarness();
@@ -35,15 +47,7 @@ describe("HTTP API", () => {
   it("rejects foreign Host and Origin headers (DNS rebinding)", async () => {
     h = await createRuntimeHarness();
     const server = await h.serve();
-    const status = (headers: Record<string, string>) =>
-      new Promise<number>((resolve, reject) => {
-        const req = httpRequest({ host: "127.0.0.1", port: server.port, path: "/health", headers }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        req.on("error", reject);
-        req.end();
-      });
+    const status = (headers: Record<string, string>) => healthStatus(server.port, headers);
     expect(await status({ host: `evil.example:${server.port}` })).toBe(403);
     expect(await status({ host: `127.0.0.1:${server.port}`, origin: "http://evil.example" })).toBe(403);
     expect(await status({ host: `localhost:${server.port}`, origin: `http://localhost:${server.port}` })).toBe(200);
@@ -55,15 +59,7 @@ describe("HTTP API", () => {
     const { startServer } = await import("../../src/server/listen.js");
     const server = await startServer({ runtime: h.runtime, secret: TEST_SECRET, host: "0.0.0.0", port: 0, closeRuntime: false });
     try {
-      const status = (headers: Record<string, string>) =>
-        new Promise<number>((resolve, reject) => {
-          const req = httpRequest({ host: "127.0.0.1", port: server.port, path: "/health", headers }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          });
-          req.on("error", reject);
-          req.end();
-        });
+      const status = (headers: Record<string, string>) => healthStatus(server.port, headers);
       expect(await status({ host: `192.168.1.99:${server.port}` })).toBe(200);
       expect(await status({ host: `veil.lan:${server.port}`, origin: `http://veil.lan:${server.port}` })).toBe(200);
       expect(await status({ host: `veil.lan:${server.port}`, origin: "http://evil.example" })).toBe(403);

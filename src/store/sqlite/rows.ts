@@ -11,7 +11,7 @@ import type {
 } from "../store.js";
 
 /** Column shapes as SQLite returns them (JSON as TEXT, booleans as 0/1). */
-export interface RawSession {
+export interface RawSession extends TokenUsage {
   id: string;
   agent: string;
   mode: string;
@@ -24,12 +24,6 @@ export interface RawSession {
   budget_override: string | null;
   objective: string | null;
   success_criteria: string | null;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-  cache_creation_tokens: number;
-  reasoning_tokens: number;
   context_size: number;
   created_at: string;
   updated_at: string;
