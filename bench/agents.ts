@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../src/core/agents/service.js";
-import { memoryLogger } from "../src/core/logger.js";
+import { memoryLogger } from "../src/base/log.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../test/helpers/fake-llm.js";
 import { median, withBaseline, type BenchResult } from "./types.js";

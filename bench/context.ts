@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../src/config/defaults.js";
 import type { Settings, VeilConfig } from "../src/config/types.js";
-import { systemClock } from "../src/core/clock.js";
-import { randomIds } from "../src/core/ids.js";
-import { memoryLogger } from "../src/core/logger.js";
+import { systemClock } from "../src/base/clock.js";
+import { randomIds } from "../src/base/ids.js";
+import { memoryLogger } from "../src/base/log.js";
 import { InProcessEventBus } from "../src/core/memory-bus.js";
 import type { Resources } from "../src/core/resources.js";
 import type { Store } from "../src/store/store.js";

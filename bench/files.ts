@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { randomIds } from "../src/core/ids.js";
+import { randomIds } from "../src/base/ids.js";
 import { Resources } from "../src/core/resources.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { glob } from "../src/tools/builtin/glob.js";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRuntime } from "../src/runtime.js";
-import { memoryLogger } from "../src/core/logger.js";
+import { memoryLogger } from "../src/base/log.js";
 import type { LlmClient, StreamEvent } from "../src/llm/types.js";
 import { ZERO_USAGE } from "../src/store/store.js";
 import { startFakeLlm, reply } from "../test/helpers/fake-llm.js";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { request } from "undici";
-import { randomIds } from "../src/core/ids.js";
+import { randomIds } from "../src/base/ids.js";
 import { Resources } from "../src/core/resources.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { memorySearch } from "../src/tools/builtin/memory-search.js";

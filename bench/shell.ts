@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { systemClock } from "../src/core/clock.js";
+import { systemClock } from "../src/base/clock.js";
 import { detectIsolation } from "../src/tools/shared/shell/isolation.js";
 import { ShellManager } from "../src/tools/shared/shell/shell-manager.js";
 import { median, withBaseline, type BenchResult } from "./types.js";

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { builtinDefaultAgent, defaultSettings } from "../src/config/defaults.js";
 import type { VeilConfig } from "../src/config/types.js";
-import { memoryLogger } from "../src/core/logger.js";
+import { memoryLogger } from "../src/base/log.js";
 import { Resources } from "../src/core/resources.js";
 import { createRuntime } from "../src/runtime.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";

@@ -12,7 +12,7 @@ export { loadConfig } from "./config/load.js";
 export { defineTool } from "./tools/define.js";
 export { VeilError, ToolError, ERROR_STATUS } from "./errors.js";
 export type { ErrorCode } from "./errors.js";
-export type { VeilEvent, VeilEventBody, EventBus } from "./core/events.js";
+export type { VeilEvent, VeilEventBody, EventBus } from "./base/events.js";
 export type { Store } from "./store/store.js";
 export type { ToolContext, ToolOutcome, RegisteredTool } from "./tools/types.js";
 export { VERSION } from "./version.js";

@@ -1,10 +1,10 @@
 import { mkdirSync } from "node:fs";
 import type { AgentConfig, Settings, VeilConfig } from "./config/types.js";
 import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
-import { systemClock, type Clock } from "./core/clock.js";
-import type { EventBus } from "./core/events.js";
-import { randomIds, type IdGenerator } from "./core/ids.js";
-import { createLogger } from "./core/logger.js";
+import { systemClock, type Clock } from "./base/clock.js";
+import type { EventBus } from "./base/events.js";
+import { randomIds, type IdGenerator } from "./base/ids.js";
+import { createLogger } from "./base/log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { Resources } from "./core/resources.js";
 import { SessionManager } from "./core/session-manager.js";

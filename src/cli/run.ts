@@ -1,5 +1,5 @@
-import type { VeilEvent } from "../core/events.js";
-import { createLogger } from "../core/logger.js";
+import type { VeilEvent } from "../base/events.js";
+import { createLogger } from "../base/log.js";
 import { createRuntime } from "../runtime.js";
 import { preview } from "../tools/format.js";
 

@@ -5,7 +5,7 @@ import { ZERO_USAGE } from "../store/store.js";
 import type { SessionToolset } from "../tools/registry.js";
 import type { Logger } from "../tools/types.js";
 import { toolResultContent } from "./context-builder.js";
-import type { IdGenerator } from "./ids.js";
+import type { IdGenerator } from "../base/ids.js";
 import { addUsage, budgetStop, contextSize } from "./stop-conditions.js";
 import { cancelledText, runToolCall, type ToolCallResult, type ToolRunDeps } from "./tool-calls.js";
 

@@ -1,6 +1,6 @@
-import type { EventBus, EventFilter, VeilEvent, VeilEventBody } from "./events.js";
-import type { Clock } from "./clock.js";
-import { systemClock } from "./clock.js";
+import type { EventBus, EventFilter, VeilEvent, VeilEventBody } from "../base/events.js";
+import type { Clock } from "../base/clock.js";
+import { systemClock } from "../base/clock.js";
 
 interface Subscriber {
   filter: EventFilter;

@@ -3,8 +3,8 @@ import { ToolError, VeilError } from "../errors.js";
 import type { Runtime } from "../runtime.js";
 import type { RemoteMethods } from "../tools/custom/remote-methods.js";
 import type { Disposable } from "../tools/types.js";
-import type { Clock } from "./clock.js";
-import type { EventBus } from "./events.js";
+import type { Clock } from "../base/clock.js";
+import type { EventBus } from "../base/events.js";
 
 /** Manual: "The default timeout is 120 seconds." */
 export const DEFAULT_REMOTE_TIMEOUT_MS = 120_000;

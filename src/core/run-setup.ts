@@ -5,10 +5,10 @@ import type { LlmMessage } from "../llm/types.js";
 import type { SessionRow, Store } from "../store/store.js";
 import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
 import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../base/clock.js";
 import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
-import type { EventBus } from "./events.js";
-import type { IdGenerator } from "./ids.js";
+import type { EventBus } from "../base/events.js";
+import type { IdGenerator } from "../base/ids.js";
 import type { Resources } from "./resources.js";
 import { resolveBudget } from "./stop-conditions.js";
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { VeilError } from "../errors.js";
 import type { Runtime } from "../runtime.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../base/clock.js";
 
 /** How long a minted token may be used to open a stream. */
 export const STREAM_TOKEN_TTL_MS = 60_000;

@@ -4,8 +4,8 @@ import type { Store } from "../store/store.js";
 import { formatThrown, formatToolError, preview } from "../tools/format.js";
 import type { SessionToolset } from "../tools/registry.js";
 import type { Attachment, Logger, ToolContext, ToolOutcome } from "../tools/types.js";
-import type { EventBus } from "./events.js";
-import type { Clock } from "./clock.js";
+import type { EventBus } from "../base/events.js";
+import type { Clock } from "../base/clock.js";
 
 export interface ToolCallResult {
   call: ToolCallRequest;

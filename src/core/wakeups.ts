@@ -2,7 +2,7 @@ import { VeilError } from "../errors.js";
 import type { Runtime } from "../runtime.js";
 import type { Store, WakeupRow } from "../store/store.js";
 import type { Disposable, Logger } from "../tools/types.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../base/clock.js";
 import { formatDuration, parseWakeupTime } from "./wakeups/duration.js";
 
 export { MAX_WAKEUP_MS, formatDuration, parseWakeupTime } from "./wakeups/duration.js";

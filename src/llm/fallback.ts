@@ -1,5 +1,5 @@
 import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
-import type { Clock } from "../core/clock.js";
+import type { Clock } from "../base/clock.js";
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../tools/types.js";
 import { fallbackChain, resolveModelKey } from "./models.js";

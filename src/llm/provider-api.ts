@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { defaultSettings } from "../config/defaults.js";
 import type { ModelInfo, ReasoningConfig, Settings } from "../config/types.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, type Clock } from "../base/clock.js";
 import { VeilError } from "../errors.js";
 import type { Logger } from "../tools/types.js";
 import { fromWireMessages, fromWireTools, toChatCompletion, type ChatCompletion } from "./chat-completion.js";

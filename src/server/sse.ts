@@ -1,4 +1,4 @@
-import type { EventBus, EventFilter, VeilEvent } from "../core/events.js";
+import type { EventBus, EventFilter, VeilEvent } from "../base/events.js";
 
 /** Proxies drop idle streams; CONTRACT §6 asks for at least one keepalive every 15 s. */
 export const HEARTBEAT_MS = 15_000;

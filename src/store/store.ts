@@ -6,25 +6,8 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
  * Every implementation must pass test/conformance/store.ts.
  */
 
-export type SessionStatus = "idle" | "running" | "suspended" | "closed";
-
-export interface TokenUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-  cache_creation_tokens: number;
-  reasoning_tokens: number;
-}
-
-export const ZERO_USAGE: TokenUsage = Object.freeze({
-  prompt_tokens: 0,
-  completion_tokens: 0,
-  total_tokens: 0,
-  cached_tokens: 0,
-  cache_creation_tokens: 0,
-  reasoning_tokens: 0,
-});
+import type { SessionStatus, TokenUsage } from "../base/usage.js";
+export { ZERO_USAGE, type SessionStatus, type TokenUsage } from "../base/usage.js";
 
 export interface SessionRow {
   id: string;

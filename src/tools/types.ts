@@ -1,8 +1,9 @@
+import type { Logger } from "../base/log.js";
 import type { TSchema, Static } from "../schema.js";
 import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../config/types.js";
-import type { Clock } from "../core/clock.js";
-import type { IdGenerator } from "../core/ids.js";
-import type { EventBus, VeilEventBody } from "../core/events.js";
+import type { Clock } from "../base/clock.js";
+import type { IdGenerator } from "../base/ids.js";
+import type { EventBus, VeilEventBody } from "../base/events.js";
 import type { Store } from "../store/store.js";
 import type { ContentPart } from "../llm/types.js";
 
@@ -79,12 +80,7 @@ export interface ToolContext {
   log: Logger;
 }
 
-export interface Logger {
-  debug(message: string, fields?: Record<string, unknown>): void;
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
+export type { Logger } from "../base/log.js";
 
 export interface ToolDefinition<S extends TSchema = TSchema> {
   /** snake_case, unique. */

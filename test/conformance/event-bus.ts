@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EventBus, VeilEvent } from "../../src/core/events.js";
+import type { EventBus, VeilEvent } from "../../src/base/events.js";
 
 /** Any EventBus implementation (in-process now, cross-node later) must pass this. */
 export function eventBusConformance(name: string, factory: (options: { replayEvents: number }) => EventBus) {

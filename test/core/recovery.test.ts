@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntime } from "../../src/runtime.js";
-import { memoryLogger } from "../../src/core/logger.js";
+import { memoryLogger } from "../../src/base/log.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
 import { reply } from "../helpers/fake-llm.js";
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Type } from "../../src/schema.js";
-import { ManualClock } from "../../src/core/clock.js";
-import type { VeilEvent } from "../../src/core/events.js";
+import { ManualClock } from "../../src/base/clock.js";
+import type { VeilEvent } from "../../src/base/events.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";
 import { RemoteMethodService } from "../../src/core/remote-methods.js";
 import { builtinTools } from "../../src/tools/builtin/index.js";

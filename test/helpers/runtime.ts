@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime.js";
-import { memoryLogger } from "../../src/core/logger.js";
-import type { VeilEvent } from "../../src/core/events.js";
+import { memoryLogger } from "../../src/base/log.js";
+import type { VeilEvent } from "../../src/base/events.js";
 import type { StartedServer } from "../../src/server/listen.js";
 import { startFakeLlm, type FakeLlm } from "./fake-llm.js";
 import { tmpWorkspace, type TempWorkspace } from "./workspace.js";

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultSettings } from "../../src/config/defaults.js";
 import type { ModelInfo, Settings } from "../../src/config/types.js";
-import { ManualClock, systemClock, type Clock } from "../../src/core/clock.js";
+import { ManualClock, systemClock, type Clock } from "../../src/base/clock.js";
 import { createLlmClient, type ProviderFactory } from "../../src/llm/fallback.js";
 import { createOpenAiProvider } from "../../src/llm/openai-compatible/client.js";
 import type { StreamEvent } from "../../src/llm/types.js";

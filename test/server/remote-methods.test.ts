@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/core/clock.js";
+import { ManualClock } from "../../src/base/clock.js";
 import { RemoteMethodService } from "../../src/core/remote-methods.js";
 import { createRuntimeHarness, TEST_SECRET, type RuntimeHarness } from "../helpers/runtime.js";
 import { reply } from "../helpers/fake-llm.js";

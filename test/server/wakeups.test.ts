@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/core/clock.js";
-import type { VeilEvent } from "../../src/core/events.js";
+import { ManualClock } from "../../src/base/clock.js";
+import type { VeilEvent } from "../../src/base/events.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
 import { reply } from "../helpers/fake-llm.js";
 

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/core/clock.js";
+import { ManualClock } from "../../src/base/clock.js";
 import { isVeilError } from "../../src/errors.js";
 import { applyMigrations, MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";

@@ -1,8 +1,8 @@
 import { VeilError, errorMessage, isVeilError } from "../../errors.js";
 import type { MessageRow, SessionRow, Store } from "../../store/store.js";
 import type { Logger } from "../../tools/types.js";
-import type { Clock } from "../clock.js";
-import type { IdGenerator } from "../ids.js";
+import type { Clock } from "../../base/clock.js";
+import type { IdGenerator } from "../../base/ids.js";
 import type { RunResult } from "../loop.js";
 import type { SessionManager } from "../session-manager.js";
 import { COINCIDED_TEXT, finalText, formatFullSteps, stillRunningReminder, wrapAgentMessage } from "./messages.js";

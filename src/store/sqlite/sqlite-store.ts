@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { systemClock, type Clock } from "../../core/clock.js";
+import { systemClock, type Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type {
   AuditRow,

@@ -7,7 +7,7 @@ import { formatThrown } from "../../../src/tools/format.js";
 import type { RegisteredTool, ToolContext, ToolOutcome } from "../../../src/tools/types.js";
 import { modelInfo, pickModelKey } from "../../../src/llm/models.js";
 import type { MessageRow } from "../../../src/store/store.js";
-import type { VeilEvent } from "../../../src/core/events.js";
+import type { VeilEvent } from "../../../src/base/events.js";
 import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../../../src/core/agents/service.js";
 import { createRuntimeHarness, type RuntimeHarness, type RuntimeHarnessOptions } from "../../helpers/runtime.js";
 import { httpError, reply, type FakeReply, type FakeRequest, type FakeLlm } from "../../helpers/fake-llm.js";

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
-import { memoryLogger } from "../../../src/core/logger.js";
+import { memoryLogger } from "../../../src/base/log.js";
 import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../../../src/core/agents/service.js";
-import type { VeilEvent } from "../../../src/core/events.js";
+import type { VeilEvent } from "../../../src/base/events.js";
 import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
 import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
 import { reply } from "../../helpers/fake-llm.js";

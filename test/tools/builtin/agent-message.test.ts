@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../../../src/core/clock.js";
+import { ManualClock } from "../../../src/base/clock.js";
 import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
 import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
 import { reply } from "../../helpers/fake-llm.js";

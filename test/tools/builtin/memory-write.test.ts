@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../../../src/core/clock.js";
+import { ManualClock } from "../../../src/base/clock.js";
 import { Resources } from "../../../src/core/resources.js";
 import { parseEntries } from "../../../src/tools/shared/memory-files.js";
 import { memoryWrite } from "../../../src/tools/builtin/memory-write.js";

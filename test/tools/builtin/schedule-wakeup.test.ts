@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../../../src/core/clock.js";
-import { memoryLogger } from "../../../src/core/logger.js";
+import { ManualClock } from "../../../src/base/clock.js";
+import { memoryLogger } from "../../../src/base/log.js";
 import { WakeupService } from "../../../src/core/wakeups.js";
 import { scheduleWakeup } from "../../../src/tools/builtin/schedule-wakeup.js";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";

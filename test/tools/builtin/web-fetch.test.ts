@@ -1,6 +1,6 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../../src/core/clock.js";
+import { ManualClock } from "../../../src/base/clock.js";
 import { webFetch, PAGE_SIZE } from "../../../src/tools/builtin/web-fetch.js";
 import type { Settings } from "../../../src/config/types.js";
 import { createToolHarness, type HarnessOptions, type ToolHarness } from "../../helpers/tool-context.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { rmSync, writeFileSync } from "node:fs";
 import type { AgentConfig } from "../../../src/config/types.js";
 import { builtinDefaultAgent } from "../../../src/config/defaults.js";
-import { memoryLogger } from "../../../src/core/logger.js";
+import { memoryLogger } from "../../../src/base/log.js";
 import { createCustomToolSource, type FolderToolSource } from "../../../src/tools/custom/source.js";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";
 import { writeTool } from "./tool-folders.js";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import type { RegisteredTool } from "../../../src/tools/types.js";
 import { builtinDefaultAgent } from "../../../src/config/defaults.js";
-import { memoryLogger } from "../../../src/core/logger.js";
+import { memoryLogger } from "../../../src/base/log.js";
 import { normaliseOutcome } from "../../../src/core/tool-calls.js";
 import { createCustomToolSource, type FolderToolSource } from "../../../src/tools/custom/source.js";
 import type { RemoteMethods } from "../../../src/tools/custom/remote-methods.js";

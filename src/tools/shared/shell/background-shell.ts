@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
-import type { Clock } from "../../../core/clock.js";
+import type { Clock } from "../../../base/clock.js";
 import { MAX_OUTPUT_CHARS } from "../truncate.js";
 import { backgroundScript, shellQuote } from "./bash-script.js";
 import { killTree, signalTree, type Isolation, type KillTarget } from "./isolation.js";

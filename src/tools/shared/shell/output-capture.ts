@@ -1,5 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
-import type { Clock } from "../../../core/clock.js";
+import type { Clock } from "../../../base/clock.js";
 import { MAX_OUTPUT_CHARS, truncationFooter } from "../truncate.js";
 
 /** How long live output is coalesced before one `tool.chunk` goes out. */

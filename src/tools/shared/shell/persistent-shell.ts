@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Clock } from "../../../core/clock.js";
+import type { Clock } from "../../../base/clock.js";
 import { checkScript, driverLine, initScript, readyLine } from "./bash-script.js";
 import { killTree, type Isolation, type KillTarget } from "./isolation.js";
 import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";

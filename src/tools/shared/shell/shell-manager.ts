@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Clock } from "../../../core/clock.js";
+import type { Clock } from "../../../base/clock.js";
 import type { Disposable } from "../../types.js";
 import { BackgroundShell, backgroundShellId } from "./background-shell.js";
 import { snapshotCommand } from "./bash-script.js";

@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { brotliDecompress, gunzip, inflate, inflateRaw, type ZlibOptions } from "node:zlib";
 import { Agent, buildConnector, request } from "undici";
 import { ToolError, VeilError } from "../../../errors.js";
-import type { Clock } from "../../../core/clock.js";
+import type { Clock } from "../../../base/clock.js";
 import type { Settings } from "../../../config/types.js";
 import type { ToolContext } from "../../types.js";
 import { blockedAddressReason, canonicalHost, isLocalhostName, isLoopbackAddress } from "./address-policy.js";

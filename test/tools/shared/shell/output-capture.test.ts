@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../../../src/core/clock.js";
+import { ManualClock } from "../../../../src/base/clock.js";
 import { ChunkThrottle, OutputCapture, renderCaptured, utf16Length } from "../../../../src/tools/shared/shell/output-capture.js";
 
 describe("utf16Length", () => {

@@ -2,7 +2,7 @@ import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemClock } from "../../../../src/core/clock.js";
+import { systemClock } from "../../../../src/base/clock.js";
 import { isVeilError, type VeilError } from "../../../../src/errors.js";
 import { blockedAddressReason } from "../../../../src/tools/shared/web/address-policy.js";
 import { safeFetch, type SafeFetchOptions } from "../../../../src/tools/shared/web/safe-fetch.js";

@@ -1,4 +1,4 @@
-import type { SessionStatus, TokenUsage } from "../store/store.js";
+import type { SessionStatus, TokenUsage } from "./usage.js";
 
 /**
  * The one event union: emitted by the loop and tools, streamed as SSE (flat JSON,
