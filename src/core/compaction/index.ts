@@ -7,3 +7,4 @@ export * from "./view.js";
 export * from "./stub.js";
 export * from "./prune.js";
 export * from "./summary.js";
+export * from "./compact.js";
