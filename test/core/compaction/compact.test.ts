@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { checkToolPairing, compactHistory, EMPTY_COMPACTION, SUMMARY_SYSTEM_PROMPT } from "../../../src/core/compaction/index.js";
 import { buildModelView } from "../../../src/core/compaction/view.js";
 import type { LlmMessage } from "../../../src/llm/types.js";
-import { toolHeavyHistory } from "./history.js";
+import { toolHeavyHistory } from "../../helpers/history.js";
 
 const SYSTEM = "system prompt";
 const settings = { autoThreshold: 0.8, keepRecentTokens: 2000 };

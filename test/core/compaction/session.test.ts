@@ -21,7 +21,7 @@ import { isVeilError, type VeilError } from "../../../src/errors.js";
 import { createOpenAiProvider } from "../../../src/llm/openai-compatible/client.js";
 import type { LlmMessage, LlmProvider, StreamEvent } from "../../../src/llm/types.js";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../../helpers/fake-llm.js";
-import { HistoryBuilder, textOf } from "./history.js";
+import { HistoryBuilder, textOf } from "../../helpers/history.js";
 
 const SYSTEM = "You are a careful coding agent. Memory: the user prefers small commits.";
 const REQUEST = "Read every file of the project and report what each does.";

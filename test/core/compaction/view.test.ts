@@ -15,7 +15,7 @@ import {
   type HistoryRow,
 } from "../../../src/core/compaction/index.js";
 import type { LlmMessage } from "../../../src/llm/types.js";
-import { HistoryBuilder, textOf, toolHeavyHistory } from "./history.js";
+import { HistoryBuilder, textOf, toolHeavyHistory } from "../../helpers/history.js";
 
 const SYSTEM = "You are a careful coding agent.";
 const withPruned = (state: CompactionState, ids: string[]): CompactionState => ({ ...state, pruned: new Set([...state.pruned, ...ids]) });

@@ -1,4 +1,4 @@
-import type { HistoryRow } from "../../../src/core/compaction/index.js";
+import type { HistoryRow } from "../../src/core/compaction/index.js";
 
 /** Builds stored-row histories for compaction tests and benchmarks. */
 export class HistoryBuilder {
