@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { VeilError } from "../errors.js";
-import { sharedValidators } from "../tools/validation.js";
+import { sharedValidators } from "../base/validation.js";
 import { builtinDefaultAgent, defaultMode, defaultModelInfo, defaultSettings } from "./defaults.js";
 import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "./schemas.js";
 import type { AgentConfig, ModeConfig, ModelInfo, Settings, VeilConfig, VeilPaths } from "./types.js";

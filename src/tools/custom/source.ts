@@ -6,7 +6,7 @@ import { ToolError } from "../../errors.js";
 import { callWithProviderFallback } from "../../llm/provider-api.js";
 import type { CustomToolSource } from "../registry.js";
 import type { Logger, RegisteredTool, ResourceScope, ToolContext, ToolServices } from "../types.js";
-import { sharedValidators } from "../validation.js";
+import { sharedValidators } from "../../base/validation.js";
 import { ToolFolderScanner, type BrokenToolFolder, type ToolFolder, type ToolScope } from "./discovery.js";
 import { callContext, childEnv, modelInput } from "./injected.js";
 import { createSchemaChecker } from "./manifest.js";
