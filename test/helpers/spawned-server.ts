@@ -3,7 +3,8 @@
  * server from outside: its event loop, its children, its leftovers after a kill -9.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -26,6 +27,8 @@ export interface SpawnedServer {
 export async function spawnServer(workspace: string, options: { baseUrl: string; env?: Record<string, string> }): Promise<SpawnedServer> {
   const home = join(workspace, ".veil-home");
   mkdirSync(home, { recursive: true });
+  // A private temp dir: the server's start-up cleanup looks at $TMPDIR, which other test runs share.
+  const ownTmp = options.env?.TMPDIR ? undefined : mkdtempSync(join(tmpdir(), "veil-spawned-tmp-"));
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     VEIL_BASE_URL: options.baseUrl,
@@ -33,6 +36,7 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
     VEIL_MODEL: "fake-model",
     VEIL_HOME: home,
     VEIL_SECRET: SPAWNED_SECRET,
+    ...(ownTmp ? { TMPDIR: ownTmp } : {}),
     ...options.env,
   };
   const child = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--workspace", workspace], { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -60,6 +64,7 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;
+      if (ownTmp) rmSync(ownTmp, { recursive: true, force: true });
     },
   };
 }

