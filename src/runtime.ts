@@ -13,9 +13,10 @@ import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { SqliteStore } from "./store/sqlite/sqlite-store.js";
 import { builtinTools } from "./tools/builtin/index.js";
-import type { CustomToolSource } from "./tools/registry.js";
+import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
 import type { Logger, RegisteredTool, ToolServices } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
+import { createMcpToolSource } from "./tools/mcp/source.js";
 import { FEATURES } from "./features.js";
 
 export interface RuntimeOptions {
@@ -69,7 +70,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const builtins = options.builtins ?? builtinTools();
   const resources = new Resources();
   const services: ToolServices = {};
-  const customTools = options.customTools ?? createCustomToolSource({ config, log, resources, services });
+  const customTools =
+    options.customTools ??
+    combineToolSources([createCustomToolSource({ config, log, resources, services }), createMcpToolSource({ config, log, clock, resources, env: process.env })]);
   let cachedAgents = config.agents;
   let stamp = agentsStamp(config.paths);
   const agents = () => {
