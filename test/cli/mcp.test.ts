@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { sourceHarness } from "../tools/mcp/helpers.js";
 
 const MAIN = fileURLToPath(new URL("../../dist/src/main.js", import.meta.url));
 
@@ -65,6 +66,17 @@ describe("veil mcp", { timeout: 30_000 }, () => {
     expect(refused.isError).toBe(true);
     expect(text(refused)).toBe('Error: PERMISSION_DENIED — tool "bash" is not served to agent "reader"');
     expect(text(await c.callTool({ name: "nope", arguments: {} }))).toBe('Error: TOOL_NOT_FOUND — tool "nope" is not served to agent "reader"');
+  });
+
+  it("works as an MCP server of another Veil: mcp__veil__bash runs in the served workspace", async () => {
+    const other = sourceHarness({ servers: { veil: { command: process.execPath, args: [MAIN, "mcp", "--workspace", ws.root], env: { VEIL_HOME: ws.path("home") } } } });
+    try {
+      const names = (await other.tools()).map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(["mcp__veil__bash", "mcp__veil__read_file"]));
+      expect((await other.call("mcp__veil__bash", { command: "pwd" })).output).toContain(ws.root);
+    } finally {
+      await other.close();
+    }
   });
 
   it("exits 0 when the client closes stdin", async () => {

@@ -81,8 +81,12 @@ export class McpServerHandle {
   async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
     const connection = await this.connectForCall(tool, signal);
     const timeoutMs = this.spec.callTimeoutMs;
+    // The SDK never removes its abort listener: give it a per-call signal so a long-lived one does not collect them.
+    const local = new AbortController();
+    const forward = () => local.abort(signal.reason);
+    signal.addEventListener("abort", forward, { once: true });
     try {
-      const result = await connection.callTool(tool, args, { signal, timeoutMs });
+      const result = await connection.callTool(tool, args, { signal: local.signal, timeoutMs });
       this.failures = 0;
       return result;
     } catch (error) {
@@ -95,6 +99,8 @@ export class McpServerHandle {
       const why = connection.describeFailure() ?? failure.message;
       this.onConnectionLost(connection, why);
       throw new ToolError("TOOL_ERROR", `MCP server "${name}" failed during tools/call "${tool}": ${why}. It is restarted automatically; retry the call.`);
+    } finally {
+      signal.removeEventListener("abort", forward);
     }
   }
 
