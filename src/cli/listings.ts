@@ -27,7 +27,8 @@ export async function toolsCommand(command: { workspace: string; agent: string; 
     for (const tool of listing.tools) {
       io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${tool.scope ?? ""}${tool.folder ? ` ${tool.folder}` : ""}${tool.server ? ` ${tool.server}` : ""}\n`);
     }
-    for (const broken of listing.broken) io.stdout(`(broken) ${broken.scope === "mcp" ? `mcp ${broken.server ?? broken.file}` : broken.folder}: ${broken.reason}\n`);
+    // An MCP reason already names its server or file.
+    for (const broken of listing.broken) io.stdout(`(broken) ${broken.scope === "mcp" ? broken.reason : `${broken.folder}: ${broken.reason}`}\n`);
     return 0;
   } finally {
     await runtime.close();

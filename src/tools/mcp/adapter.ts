@@ -1,5 +1,4 @@
 import { formatToolError } from "../format.js";
-import { modelInput } from "../custom/injected.js";
 import type { Attachment, Logger, RegisteredTool, ToolOutcome } from "../types.js";
 import { sharedValidators } from "../validation.js";
 import type { CallToolResult } from "./connection.js";
@@ -102,7 +101,8 @@ function buildTool(handle: McpServerHandle, info: { name: string; toolName: stri
       return validator(input);
     },
     async execute(input, ctx) {
-      const result = await handle.call(info.toolName, modelInput(input), ctx.signal);
+      // Sent as the model wrote it: MCP tools get no injected `_` fields, so `_`-names are the server's own (prototype keys were dropped by the executor).
+      const result = await handle.call(info.toolName, input, ctx.signal);
       return mapCallResult(result, server, info.toolName);
     },
   };

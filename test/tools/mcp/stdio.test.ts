@@ -135,6 +135,16 @@ describe("MCP servers over stdio", { timeout: 30_000 }, () => {
     expect((await h.call("mcp__t__echo", { message: "still here" })).output).toBe("echo: still here");
   });
 
+  it("a cancelled call rejects at once (the server gets notifications/cancelled) and the server stays usable", async () => {
+    h = sourceHarness({ servers: { t: nodeServer(TEST_SERVER) } });
+    const slow = await h.tool("mcp__t__slow");
+    const controller = new AbortController();
+    const pending = slow.execute({ ms: 10_000 }, { signal: controller.signal } as never);
+    setTimeout(() => controller.abort(new Error("cancelled by the user")), 100);
+    await expect(pending).rejects.toThrow();
+    expect((await h.call("mcp__t__echo", { message: "_kept" })).output).toBe("echo: _kept");
+  });
+
   it("shuts every server down when the runtime resources are disposed", async () => {
     h = sourceHarness({ servers: { a: nodeServer(TEST_SERVER), b: nodeServer(TEST_SERVER) } });
     const pids = [Number((await h.call("mcp__a__pid")).output), Number((await h.call("mcp__b__pid")).output)];
