@@ -50,6 +50,7 @@ export const ERROR_STATUS = {
   FETCH_ERROR: 502,
   FETCH_BLOCKED: 403,
   SEARCH_ERROR: 502,
+  OUTPUT_TRUNCATED: 400,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -2,13 +2,13 @@ import { parseArgs } from "node:util";
 import type { Readable, Writable } from "node:stream";
 import { createLogger } from "../base/log.js";
 import type { AgentConfig } from "../config/types.js";
-import { isToolAllowed, modeConfig } from "../core/permissions.js";
 import { Resources } from "../core/resources.js";
-import { normaliseOutcome } from "../core/tool-calls.js";
 import { errorMessage } from "../errors.js";
 import { modelInfo, pickModelKey } from "../llm/models.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { formatThrown, formatToolError } from "../tools/format.js";
+import { normaliseOutcome } from "../tools/outcome.js";
+import { isToolAllowed, modeConfig } from "../tools/permissions.js";
 import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js";
 import { VERSION } from "../version.js";
 import type { CliIo } from "./run.js";
@@ -43,6 +43,8 @@ export async function mcpCommand(argv: readonly string[], cwd: string, io: CliIo
     return 0;
   }
   const runtime = await createRuntime({
+    // One session of its own: no other session's timers, inbox or replies (like `veil run`).
+    mode: "oneshot",
     workspace: values.workspace ?? cwd,
     env: io.env,
     log: createLogger({ level: (io.env.VEIL_LOG_LEVEL as "warn" | undefined) ?? "warn", write: (line) => io.stderr(line + "\n") }),
@@ -119,7 +121,7 @@ async function runTool(tool: RegisteredTool, input: Record<string, unknown>, cli
 
 /** The context a run would give the tool (see core/run-setup.ts), for the `veil mcp` session. */
 function toolContext(runtime: Runtime, agent: AgentConfig, sessionId: string, sessionResources: Resources, toolName: string, signal: AbortSignal): ToolContext {
-  const { config, bus } = runtime;
+  const { config, events } = runtime;
   const modelKey = modelKeyOf(agent, runtime);
   const toolCallId = runtime.ids.next("call");
   return {
@@ -133,12 +135,11 @@ function toolContext(runtime: Runtime, agent: AgentConfig, sessionId: string, se
     model: modelInfo(modelKey, config.models),
     toolCallId,
     store: runtime.store,
-    bus,
     clock: runtime.clock,
     ids: runtime.ids,
     signal,
-    emitChunk: (chunk) => void bus.publish(sessionId, { type: "tool.chunk", toolName, toolCallId, chunk }),
-    emit: (body) => void bus.publish(sessionId, body),
+    emitChunk: (chunk) => void events.publish(sessionId, { type: "tool.chunk", toolName, toolCallId, chunk }),
+    emit: async (body) => void (await events.publish(sessionId, body)),
     session: sessionResources,
     runtime: runtime.resources,
     services: runtime.services,

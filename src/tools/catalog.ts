@@ -1,5 +1,5 @@
 import type { AgentConfig } from "../config/types.js";
-import { isToolAllowedWithCustom, matchesToolEntry, modeConfig } from "../core/permissions.js";
+import { isToolAllowedWithCustom, matchesToolEntry, modeConfig } from "./permissions.js";
 import type { BrokenTool, CustomToolSource } from "./registry.js";
 import type { RegisteredTool } from "./types.js";
 
