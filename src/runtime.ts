@@ -25,7 +25,7 @@ import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
 import type { ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
-import { createMcpToolSource } from "./tools/mcp/source.js";
+import { createLazyMcpToolSource } from "./tools/mcp/lazy-source.js";
 
 /**
  * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
@@ -102,7 +102,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const services: ToolServices = { llm };
   const customTools =
     options.customTools ??
-    combineToolSources([createCustomToolSource({ config, log, resources, services }), createMcpToolSource({ config, log, clock, resources, env: process.env })]);
+    combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
   const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines });
 

@@ -29,8 +29,9 @@ const POOL_KEY = "mcp.pool";
 
 /**
  * MCP servers from `settings.mcpServers` and `<workspace>/.mcp.json` as custom
- * tools `mcp__<server>__<tool>`. With no server configured it costs one stat of
- * .mcp.json per discovery and never loads the MCP SDK.
+ * tools `mcp__<server>__<tool>`. The SDK is loaded when a server first starts; the
+ * runtime holds this source through lazy-source.ts, which loads this module only
+ * once a server is configured.
  */
 export function createMcpToolSource(options: McpToolSourceOptions): McpToolSource {
   const { config, log, resources } = options;
