@@ -23,8 +23,8 @@ export interface HookRunnerOptions {
   workspace: string;
   clock: Clock;
   log: Logger;
-  /** Publishes a `hook.run` event for the session. */
-  emit(sessionId: string, event: VeilEventBody): void;
+  /** Publishes a `hook.run` event for the session (awaited, so it is stored before the caller goes on). */
+  emit(sessionId: string, event: VeilEventBody): void | Promise<unknown>;
   /** Environment of the hook commands. default: process.env */
   env?: NodeJS.ProcessEnv;
 }
@@ -141,7 +141,11 @@ export class HookRunner {
     else if (run.exitCode !== 0 && run.exitCode !== BLOCKING_EXIT_CODE) {
       this.options.log.warn(`${event} hook failed with exit code ${run.exitCode} (not blocking; only exit 2 blocks)`, { command: hook.command, stderr: run.stderr.slice(0, 2000), sessionId });
     }
-    this.options.emit(sessionId, { type: "hook.run", event, command: hook.command, exitCode: run.exitCode, durationMs, blocked: decision.blocked, ...(run.timedOut ? { timedOut: true } : {}) });
+    try {
+      await this.options.emit(sessionId, { type: "hook.run", event, command: hook.command, exitCode: run.exitCode, durationMs, blocked: decision.blocked, ...(run.timedOut ? { timedOut: true } : {}) });
+    } catch (error) {
+      this.options.log.warn("hook.run event could not be published", { error: String(error), sessionId });
+    }
     return { decision };
   }
 

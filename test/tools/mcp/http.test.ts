@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -39,6 +40,35 @@ async function startHttpServer(options: { token?: string } = {}): Promise<{ url:
   };
 }
 
+/** The older HTTP+SSE transport (`type: "sse"`), also built with the SDK's server classes. */
+async function startSseServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const transports = new Map<string, SSEServerTransport>();
+  const http: Server = createServer(async (req, res) => {
+    if (req.method === "GET" && req.url === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      transports.set(transport.sessionId, transport);
+      const mcp = new McpServer({ name: "sse-test", version: "1.0.0" });
+      mcp.registerTool("shout", { description: "Uppercase a word.", inputSchema: { word: z.string() } }, async ({ word }) => ({ content: [{ type: "text", text: word.toUpperCase() }] }));
+      await mcp.connect(transport);
+      return;
+    }
+    const sessionId = new URL(req.url ?? "/", "http://x").searchParams.get("sessionId") ?? "";
+    const transport = transports.get(sessionId);
+    if (!transport) return void res.writeHead(404).end();
+    await transport.handlePostMessage(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/sse`,
+    close: () =>
+      new Promise((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
 let h: SourceHarness;
 let server: Awaited<ReturnType<typeof startHttpServer>> | undefined;
 afterEach(async () => {
@@ -56,6 +86,18 @@ describe("MCP servers over streamable HTTP", { timeout: 30_000 }, () => {
     expect(tools.find((t) => t.name === "mcp__remote__add")).toMatchObject({ description: "Add two numbers.", source: { scope: "mcp", server: "remote" } });
     expect((await h.call("mcp__remote__add", { a: 2, b: 40 })).output).toBe("42");
     expect(server.seen.every((line) => line.endsWith("Bearer t0ken"))).toBe(true);
+  });
+
+  it("speaks the older HTTP+SSE transport with type: sse", async () => {
+    const sse = await startSseServer();
+    try {
+      h = sourceHarness({ servers: { old: { type: "sse", url: sse.url } } });
+      expect((await h.tools()).map((t) => t.name)).toEqual(["mcp__old__shout"]);
+      expect((await h.call("mcp__old__shout", { word: "hey" })).output).toBe("HEY");
+    } finally {
+      await h.close();
+      await sse.close();
+    }
   });
 
   it("a server that refuses the credentials is broken with the HTTP error", async () => {
