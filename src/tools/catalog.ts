@@ -45,3 +45,20 @@ export async function describeTools(options: { builtins: readonly RegisteredTool
 function base(tool: RegisteredTool): Omit<ToolListing, "state"> {
   return { name: tool.name, description: tool.description, tier: tool.tier, input_schema: tool.inputSchema };
 }
+
+/** A broken tool folder as listed beside the tools, so a user sees why a tool is missing. */
+export interface BrokenToolListing {
+  name: null;
+  tier: "custom";
+  state: "broken";
+  scope?: string;
+  folder: string;
+  file?: string;
+  error: string;
+}
+
+/** The one public shape of a tool listing: `GET /tools` and `veil tools --json` alike. */
+export function publicToolList(catalog: ToolCatalog): (ToolListing | BrokenToolListing)[] {
+  const broken = catalog.broken.map((b): BrokenToolListing => ({ name: null, tier: "custom", state: "broken", scope: b.scope, folder: b.folder, file: b.file, error: b.reason }));
+  return [...catalog.tools, ...broken];
+}

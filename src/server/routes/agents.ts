@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
-import { describeTools } from "../../tools/catalog.js";
+import { describeTools, publicToolList } from "../../tools/catalog.js";
 import type { AppEnv, ServerState } from "../context.js";
 
 export function publicAgent(agent: AgentConfig) {
@@ -33,8 +33,6 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const agent = runtime.agents()[name];
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
-    // Broken tool folders are listed too, so a user sees why a tool is missing.
-    const broken = listing.broken.map((b) => ({ name: null, tier: "custom", state: "broken", scope: b.scope, folder: b.folder, file: b.file, error: b.reason }));
-    return c.json([...listing.tools, ...broken]);
+    return c.json(publicToolList(listing));
   });
 }
