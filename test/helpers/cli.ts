@@ -19,6 +19,8 @@ export interface SpawnVeilOptions {
   stdin?: string;
   /** Called with the stdout so far; `kill` sends SIGTERM. */
   onStdout?: (text: string, kill: () => void) => void;
+  /** An installed `veil` executable to run instead of `node dist/src/main.js`. */
+  bin?: string;
 }
 
 /** Spawns `node dist/src/main.js ARGS`; variables set to undefined in `env` are removed. */
@@ -26,7 +28,8 @@ export function spawnVeil(args: string[], options: SpawnVeilOptions): Promise<Sp
   return new Promise((resolve, reject) => {
     const env = { ...options.env };
     for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
-    const child = spawn(process.execPath, [VEIL_MAIN, ...args], { cwd: options.cwd, env, stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const [command, argv] = options.bin ? [options.bin, args] : [process.execPath, [VEIL_MAIN, ...args]];
+    const child = spawn(command, argv, { cwd: options.cwd, env, stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     if (options.stdin !== undefined) child.stdin!.end(options.stdin);
     let stdout = "";
     let stderr = "";
