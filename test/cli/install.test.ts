@@ -53,6 +53,8 @@ describe.skipIf(!veilBuilt)("install from a clone (npm pack + npm install -g, of
     const paths = pack.files.map((f) => f.path);
     expect(paths).toContain("dist/src/main.js");
     expect(paths).toContain("dist/src/index.js");
+    expect(paths).toContain("dist/src/client/index.js");
+    expect(paths).toContain("dist/src/client/index.d.ts");
     expect(paths).toContain("README.md");
     for (const path of paths) expect(path, path).toMatch(/^(dist\/src\/|README\.md$|package\.json$|LICENSE$)/);
     expect(pack.files.find((f) => f.path === "dist/src/main.js")!.mode & 0o111).not.toBe(0);
@@ -63,6 +65,12 @@ describe.skipIf(!veilBuilt)("install from a clone (npm pack + npm install -g, of
     expect(existsSync(veil)).toBe(true);
     const { stdout } = await run(veil, ["--version"]);
     expect(stdout).toBe(`${PACKAGE.version}\n`);
+  });
+
+  it("the installed package exports veilcli (openVeil) and veilcli/client (VeilClient)", async () => {
+    const script = "const api = await import('veilcli'); const client = await import('veilcli/client'); console.log(typeof api.openVeil, typeof client.VeilClient);";
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: join(prefix, "lib") });
+    expect(stdout.trim()).toBe("function function");
   });
 
   it("the installed veil runs a turn with a tool call against a provider", async () => {
