@@ -4,7 +4,7 @@
  * `veilcli/client` instead, which carries no server code.
  */
 import type { VeilEvent } from "./base/events.js";
-import type { RunResult } from "./core/loop.js";
+import type { RunResult } from "./engines/types.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime.js";
 import type { SessionRow } from "./store/store.js";
 
@@ -21,7 +21,7 @@ export type { ErrorCode } from "./errors.js";
 export type { VeilEvent, VeilEventBody, EventBus } from "./base/events.js";
 export type { Store } from "./store/store.js";
 export type { ToolContext, ToolOutcome, RegisteredTool } from "./tools/types.js";
-export type { RunResult } from "./core/loop.js";
+export type { RunResult } from "./engines/types.js";
 export type { SessionRow } from "./store/store.js";
 export { VERSION } from "./version.js";
 
@@ -38,7 +38,9 @@ export interface Veil {
 }
 
 /**
- * Opens a workspace in process (the same runtime `veil serve` runs).
+ * Opens a workspace in process (the runtime `veil serve` runs). It serves the sessions the
+ * script uses and, unless `mode: "serve"` is passed, leaves other sessions' timers and
+ * queued messages alone.
  *
  * @example
  * const veil = await openVeil({ workspace: process.cwd() });
@@ -47,7 +49,8 @@ export interface Veil {
  * await veil.close();
  */
 export async function openVeil(options: RuntimeOptions): Promise<Veil> {
-  const runtime = await createRuntime(options);
+  // One-shot by default, like `veil run`: a script beside a `veil serve` must not fire that service's timers.
+  const runtime = await createRuntime({ mode: "oneshot", ...options });
   return {
     runtime,
     createSession: (session = {}) => runtime.sessions.create({ agent: session.agent ?? "default", model: session.model }),

@@ -45,7 +45,7 @@ export async function sessionsCommand(command: ListCommand, io: CliIo): Promise<
 }
 
 async function withRuntime(command: ListCommand | ToolsCommand, io: CliIo, body: (runtime: Runtime) => Promise<number>): Promise<number> {
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "warn") });
+  const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
   try {
     return await body(runtime);
   } finally {

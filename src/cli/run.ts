@@ -16,7 +16,7 @@ export type { CliIo } from "./terminal.js";
  */
 export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
   const prompt = await resolvePrompt(command, io);
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "warn") });
+  const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
   try {
     const session = await pickSession(runtime, command);
     checkModelReady(runtime.config, { perCall: command.model, session: session.model, agent: runtime.agents()[session.agent] });

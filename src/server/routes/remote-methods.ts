@@ -1,8 +1,8 @@
 import { Type, type Static } from "../../schema.js";
 import type { Context, Hono } from "hono";
 import { VeilError } from "../../errors.js";
-import { isRemoteMethodService, REMOTE_METHODS_SERVICE, type RemoteMethodService } from "../../core/remote-methods.js";
-import { isStreamTokens, STREAM_TOKENS_SERVICE, type StreamTokens } from "../../core/stream-tokens.js";
+import type { RemoteMethodService } from "../../core/remote-methods.js";
+import type { StreamTokens } from "../../core/stream-tokens.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, sseResponse } from "../sse.js";
@@ -20,16 +20,13 @@ export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLengt
  */
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
-  const service = (): RemoteMethodService => {
-    const value = runtime.services[REMOTE_METHODS_SERVICE];
-    if (!isRemoteMethodService(value)) throw new VeilError("INTERNAL_ERROR", "the remote-method service is not installed in this runtime");
-    return value;
-  };
+  const service = (): RemoteMethodService => runtime.remoteMethods;
 
   app.get("/remote-methods", (c) => {
     const methods = service();
     return sseResponse({
       bus: runtime.bus,
+      log: runtime.events,
       filter: { types: ["method.pending", "method.done"] },
       idField: "gseq",
       lastEventId: parseLastEventId(c.req.header("last-event-id"), c.req.query("lastEventId")),
@@ -62,9 +59,7 @@ export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const tokens = (c: Context<AppEnv>, action: string): StreamTokens => {
     // A stream token cannot mint or revoke: only the bearer secret can.
     if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", `${action} stream tokens needs Authorization: Bearer <secret>`);
-    const service = runtime.services[STREAM_TOKENS_SERVICE] as StreamTokens | undefined;
-    if (!isStreamTokens(service)) throw new VeilError("INTERNAL_ERROR", "stream tokens are not installed in this runtime");
-    return service;
+    return runtime.streamTokens;
   };
   app.post("/stream-tokens", async (c) => {
     const service = tokens(c, "minting");
