@@ -83,6 +83,9 @@ export class VeilClient {
     suspend: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/suspend`),
     resume: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/resume`),
     messages: (id: string, page: { after?: number; limit?: number } = {}): Promise<Message[]> => this.json("GET", `/sessions/${enc(id)}/messages${query(page)}`),
+    /** Stored events of a session as a page (`follow=false`), oldest first: for UIs that load history. */
+    history: (id: string, page: { after?: number; limit?: number } = {}): Promise<VeilEvent[]> =>
+      this.json("GET", `/sessions/${enc(id)}/events${query({ follow: "false", ...page })}`),
     todos: (id: string): Promise<{ id: string; content: string; status: string; priority?: string }[]> => this.json("GET", `/sessions/${enc(id)}/todos`),
   };
 

@@ -97,7 +97,14 @@ const DOCS: Record<string, Doc> = {
   "POST /sessions/:id/suspend": { summary: "suspend (chat refused with 409 until resumed)", tag: "sessions", response: AnyObject },
   "POST /sessions/:id/resume": { summary: "resume a suspended session", tag: "sessions", response: AnyObject },
   "POST /sessions/:id/chat": { summary: "send a message and run a turn; SSE of the turn's events with stream: true or Accept: text/event-stream", tag: "sessions", body: ChatBody, sseOptional: true, response: ChatReply },
-  "GET /sessions/:id/events": { summary: "live events of one session (SSE; id is seq); Last-Event-ID replays", tag: "events", sse: true, streamToken: true, query: SESSION_EVENTS_QUERY },
+  "GET /sessions/:id/events": {
+    summary: "live events of one session (SSE; id is seq); Last-Event-ID replays; with follow=false the stored events as a JSON array (paging history)",
+    tag: "events",
+    sse: true,
+    streamToken: true,
+    query: { ...SESSION_EVENTS_QUERY, follow: "false: answer the stored events after `after` as JSON and end", after: "with follow=false: events after this seq (default 0)", limit: "with follow=false: at most this many (default 1000, max 10000)" },
+    response: ListOf(EventSchema),
+  },
   "GET /sessions/:id/wakeup": { summary: "the wake-up schedule", tag: "wake-ups", response: AnyObject },
   "POST /sessions/:id/wakeup": { summary: "arm (or with time \"0\" cancel) the wake-up", tag: "wake-ups", body: ArmBody, response: AnyObject },
   "DELETE /sessions/:id/wakeup": { summary: "cancel the wake-up", tag: "wake-ups", response: AnyObject },
@@ -193,9 +200,12 @@ function operation(method: string, honoPath: string, doc: Doc | undefined, pathP
 }
 
 function responses(doc: Doc | undefined): Record<string, unknown> {
-  const sse = { "text/event-stream": { schema: { type: "string", description: "`id: N` + `data: <Event JSON>` messages (#/components/schemas/Event) and `: keepalive` comments" } } };
-  const content: Record<string, unknown> = doc?.sse ? sse : doc?.response === "text" ? { "text/plain": { schema: { type: "string" } } } : { "application/json": { schema: doc?.response ?? {} } };
-  if (doc?.sseOptional) Object.assign(content, { "text/event-stream": sse["text/event-stream"] });
+  const content: Record<string, unknown> = {};
+  if (doc?.sse || doc?.sseOptional) content["text/event-stream"] = { schema: { type: "string", description: "`id: N` + `data: <Event JSON>` messages (#/components/schemas/Event) and `: keepalive` comments" } };
+  if (!doc?.sse || doc.response !== undefined) {
+    if (doc?.response === "text") content["text/plain"] = { schema: { type: "string" } };
+    else content["application/json"] = { schema: doc?.response ?? {} };
+  }
   const out: Record<string, unknown> = { [String(doc?.status ?? 200)]: { description: doc?.summary ?? "success", content } };
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     if (status === "401" && doc?.public) continue;

@@ -137,6 +137,11 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect((await veil.sessions.messages(session.id, { after: messages[0]!.seq })).map((m) => m.role)).toEqual(["assistant"]);
     expect((await veil.sessions.list()).some((s) => s.id === session.id)).toBe(true);
     expect(await veil.sessions.todos(session.id)).toEqual([]);
+    const history = await veil.sessions.history(session.id);
+    expect(history.map((e) => e.type)).toEqual(expect.arrayContaining(["chat.message", "chat.done"]));
+    expect(history.every((e) => e.sessionId === session.id && typeof e.seq === "number")).toBe(true);
+    const later = await veil.sessions.history(session.id, { after: history[0]!.seq, limit: 1 });
+    expect(later).toEqual([history[1]]);
 
     const missing = await veil.sessions.get("sess_nope").catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(VeilApiError);
