@@ -1,4 +1,5 @@
 import type { Hono } from "hono";
+import { ownEntry } from "../../config/dictionary.js";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
 import { describeTools, publicToolList } from "../../tools/catalog.js";
@@ -23,14 +24,14 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.get("/agents", (c) => c.json(Object.values(runtime.agents()).map(publicAgent)));
 
   app.get("/agents/:name", (c) => {
-    const agent = runtime.agents()[c.req.param("name")];
+    const agent = ownEntry(runtime.agents(), c.req.param("name"));
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${c.req.param("name")}"`);
     return c.json(publicAgent(agent));
   });
 
   app.get("/tools", async (c) => {
     const name = c.req.query("agent") ?? "default";
-    const agent = runtime.agents()[name];
+    const agent = ownEntry(runtime.agents(), name);
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
     return c.json(publicToolList(listing));
