@@ -3,11 +3,16 @@ import { createRuntime } from "../runtime.js";
 import { cleanLeftovers } from "../tools/shared/leftovers.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
-import type { CliIo } from "./run.js";
+import type { ServeCommand } from "./args.js";
+import { modelWarning } from "./preflight.js";
+import { cliLogger, type CliIo } from "./terminal.js";
 
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
-export async function serveCommand(command: { workspace: string; host: string; port: number; secret?: string }, io: CliIo): Promise<number> {
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
+export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
+  const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "info") });
+  // Sessions can still be created without a model; chat cannot, so say so before the first one.
+  const warning = modelWarning(runtime.config);
+  if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   // A stray rejection in one session's background work must not take every session down.
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });

@@ -45,7 +45,7 @@ export async function describeTools(options: { builtins: readonly RegisteredTool
 }
 
 /** A broken tool folder or MCP server as GET /tools and `veil tools --json` list it. */
-export function brokenListing(broken: BrokenTool): Record<string, unknown> {
+export function brokenListing(broken: BrokenTool): BrokenToolListing {
   const where = broken.scope === "mcp" ? { server: broken.server, ...(broken.tool ? { tool: broken.tool } : {}), ...(broken.file ? { file: broken.file } : {}) } : { folder: broken.folder, file: broken.file };
   return { name: null, tier: "custom", state: "broken", scope: broken.scope, ...where, error: broken.reason };
 }
@@ -57,4 +57,23 @@ function sourceFields(tool: RegisteredTool): Partial<ToolListing> {
 
 function base(tool: RegisteredTool): Omit<ToolListing, "state"> {
   return { name: tool.name, description: tool.description, tier: tool.tier, input_schema: tool.inputSchema };
+}
+
+/** A broken tool folder as listed beside the tools, so a user sees why a tool is missing. */
+export interface BrokenToolListing {
+  name: null;
+  tier: "custom";
+  state: "broken";
+  scope?: string;
+  folder?: string;
+  /** For MCP: the server (and the tool) that failed. */
+  server?: string | null;
+  tool?: string;
+  file?: string;
+  error: string;
+}
+
+/** The one public shape of a tool listing: `GET /tools` and `veil tools --json` alike. */
+export function publicToolList(catalog: ToolCatalog): (ToolListing | BrokenToolListing)[] {
+  return [...catalog.tools, ...catalog.broken.map(brokenListing)];
 }

@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import { ownEntry } from "../../config/dictionary.js";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
-import { brokenListing, describeTools } from "../../tools/catalog.js";
+import { describeTools, publicToolList } from "../../tools/catalog.js";
 import type { AppEnv, ServerState } from "../context.js";
 
 export function publicAgent(agent: AgentConfig) {
@@ -34,8 +34,6 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const agent = ownEntry(runtime.agents(), name);
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
-    // Broken tool folders are listed too, so a user sees why a tool is missing.
-    const broken = listing.broken.map(brokenListing);
-    return c.json([...listing.tools, ...broken]);
+    return c.json(publicToolList(listing));
   });
 }
