@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   LLM_ERROR: 502,
   PROVIDER_ERROR: 502,
+  /** The database behind the store cannot be reached (down, refusing, cut mid-query). */
+  STORE_UNAVAILABLE: 503,
   TIMEOUT: 504,
   CANCELLED: 499,
   // Tool-level codes (rendered to the model; HTTP rarely sees them).
