@@ -14,6 +14,8 @@ export function defaultSettings(): Settings {
     retry: { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 30_000 },
     limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024 },
     wakeup: { minLoopSeconds: 10 },
+    store: { type: "sqlite" },
+    cluster: { leaseSeconds: 15 },
   };
 }
 

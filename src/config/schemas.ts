@@ -60,6 +60,21 @@ export const SettingsFileSchema = Type.Object(
       }),
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
+    store: Type.Optional(
+      Type.Object(
+        {
+          type: Type.Union([Type.Literal("sqlite"), Type.Literal("postgres")], { description: "sqlite (default) or postgres." }),
+          url: Type.Optional(Type.String({ pattern: "^postgres(ql)?://", description: "postgres://user:password@host:port/database" })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    cluster: Type.Optional(
+      Type.Object(
+        { leaseSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Seconds a node's session lease lasts unrenewed." })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: true },
 );

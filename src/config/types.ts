@@ -39,6 +39,13 @@ export interface RetrySettings {
   maxDelayMs: number;
 }
 
+/** Where sessions, messages and events live (CONTRACT §14). */
+export type StoreSettings =
+  /** The embedded default: `<workspace>/.veil/veil.db`. */
+  | { type: "sqlite" }
+  /** A PostgreSQL database shared by every node of a service. */
+  | { type: "postgres"; url: string };
+
 export interface Settings {
   providers: Record<string, ProviderConfig>;
   defaultProvider?: string;
@@ -71,6 +78,12 @@ export interface Settings {
   wakeup: {
     /** Shortest interval for a looping wake-up, seconds. default: 10 */
     minLoopSeconds: number;
+  };
+  /** default: { type: "sqlite" }; env VEIL_DATABASE_URL selects postgres with that URL. */
+  store: StoreSettings;
+  cluster: {
+    /** How long a node's claim on a session lasts without renewal, seconds. default: 15 */
+    leaseSeconds: number;
   };
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;

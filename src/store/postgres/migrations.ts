@@ -135,8 +135,38 @@ CREATE INDEX audit_session ON audit (session_id);
 CREATE INDEX audit_kind ON audit (kind);
 `;
 
-/** Ordered, append-only. */
-export const PG_MIGRATIONS: readonly PgMigration[] = [{ version: 1, name: "initial schema", up: INITIAL_SCHEMA }];
+/*
+ * The durable event log (CONTRACT §10). gseq comes from the one-row counter, not a
+ * sequence: bumping the counter holds its row lock until the appending transaction
+ * commits, so appends commit in gseq order and a reader that has seen gseq N has seen
+ * every event below N (a sequence hands out numbers that may commit out of order, and a
+ * reader paging by "gseq > last" would skip the late one for good).
+ */
+const EVENT_LOG = `
+CREATE TABLE event_counter (
+  id BOOLEAN PRIMARY KEY DEFAULT true CHECK (id),
+  last_gseq BIGINT NOT NULL
+);
+INSERT INTO event_counter (id, last_gseq) VALUES (true, 0);
+CREATE TABLE events (
+  gseq BIGINT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts BIGINT NOT NULL,
+  data TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+ALTER TABLE sessions ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN kind TEXT;
+ALTER TABLE messages ADD COLUMN compacted BOOLEAN NOT NULL DEFAULT false;
+`;
+
+/** Ordered, append-only; versions match the SQLite store's steps one for one. */
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
+  { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
+];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */
 const MIGRATION_LOCK = [0x7665696c, 1] as const;

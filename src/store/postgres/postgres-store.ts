@@ -1,17 +1,19 @@
 import { systemClock, type Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
 import { VeilError } from "../../errors.js";
-import { auditFromRaw, inboxFromRaw, messageFromRaw, sessionFromRaw, toJson, type RawAudit, type RawInbox, type RawMessage, type RawSession } from "../sqlite/rows.js";
 import type {
   AuditRow,
   InboxItem,
   MessageRow,
   NewMessage,
   NewSession,
+  NewStoredEvent,
   SessionPatch,
   SessionRow,
   SessionStatus,
   Store,
+  StoredEvent,
+  StoredToolCall,
   TodoItem,
   TokenUsage,
   ToolCallRow,
@@ -21,6 +23,7 @@ import type {
 import { checkDatabaseUrl, DEFAULT_RETRY, type RetryPolicy } from "./connection.js";
 import { Database, type Queryable } from "./database.js";
 import { applyPgMigrations } from "./migrations.js";
+import { auditFromRaw, inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawAudit, type RawInbox, type RawSession } from "./rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
 
 export interface PostgresStoreOptions {
@@ -131,9 +134,10 @@ export class PostgresStore implements Store {
     return sessionFromRaw(rows[0]);
   }
 
-  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number): Promise<void> {
+  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd = 0): Promise<void> {
+    const cost = Number.isFinite(costUsd) ? costUsd : 0;
     const result = await this.guard("add token usage", id, () =>
-      this.db.run("addTokenUsage", [id, ...USAGE_COLUMNS.map((column) => usage[column]), contextSize, this.nowIso()]),
+      this.db.run("addTokenUsage", [id, ...USAGE_COLUMNS.map((column) => usage[column]), contextSize, this.nowIso(), cost]),
     );
     if (result.rowCount === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
   }
@@ -153,19 +157,84 @@ export class PostgresStore implements Store {
   }
 
   async listMessages(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<MessageRow[]> {
-    const limit = options.limit === undefined ? null : Math.max(0, Math.floor(options.limit));
-    const { rows } = await this.guard("list messages", sessionId, () => this.db.run<RawMessage>("listMessages", [sessionId, options.afterSeq ?? 0, limit]));
-    return rows.map(messageFromRaw);
+    const { rows } = await this.guard("list messages", sessionId, () =>
+      this.db.run<PgMessage>("listMessages", [sessionId, options.afterSeq ?? 0, limitOf(options.limit)]),
+    );
+    return rows.map(messageFromPg);
   }
 
   async getMessage(id: string): Promise<MessageRow | undefined> {
-    const { rows } = await this.guard("get message", undefined, () => this.db.run<RawMessage>("getMessage", [id]));
-    return rows[0] && messageFromRaw(rows[0]);
+    const { rows } = await this.guard("get message", undefined, () => this.db.run<PgMessage>("getMessage", [id]));
+    return rows[0] && messageFromPg(rows[0]);
   }
 
   async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
     const result = await this.guard("update message meta", undefined, () => this.db.run("updateMessageMeta", [id, toJson(meta)]));
     if (result.rowCount === 0) throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
+  }
+
+  async setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void> {
+    await this.guard("set compacted", sessionId, () => this.db.run("setCompacted", [sessionId, messageIds]));
+  }
+
+  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
+    return this.guard(`message ${message.id}`, message.session_id, () =>
+      this.db.transaction(async (tx) => {
+        const row = await this.insertMessage(tx, message);
+        for (const call of calls) {
+          await tx.run("upsertToolCall", [call.id, message.session_id, row.id, call.name, call.arguments, "pending", null, null, null]);
+        }
+        return row;
+      }),
+    );
+  }
+
+  async recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow> {
+    return this.guard(`message ${input.message.id}`, input.sessionId, () =>
+      this.db.transaction(async (tx) => {
+        const row = await this.insertMessage(tx, input.message);
+        await this.setCallState(tx, input.callId, input.sessionId, input.state, input.message.content ?? null);
+        return row;
+      }),
+    );
+  }
+
+  async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
+    if (events.length === 0) return [];
+    const { rows } = await this.guard(`events of ${events[0]!.session_id}`, undefined, () =>
+      this.db.run<{ gseq: number }>("appendEvents", [
+        events.map((e) => e.session_id),
+        events.map((e) => e.seq),
+        events.map((e) => e.type),
+        events.map((e) => e.ts),
+        events.map((e) => e.data),
+      ]),
+    );
+    // gseq = base + position, so ascending gseq is input order.
+    const gseqs = rows.map((r) => r.gseq).sort((a, b) => a - b);
+    return events.map((event, i) => ({ gseq: gseqs[i]!, ...event }));
+  }
+
+  async listEvents(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    const { rows } = await this.guard("list events", sessionId, () =>
+      this.db.run<StoredEvent>("listEvents", [sessionId, options.after ?? 0, limitOf(options.limit)]),
+    );
+    return rows;
+  }
+
+  async listEventsGlobal(options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    const { rows } = await this.guard("list events", undefined, () => this.db.run<StoredEvent>("listEventsGlobal", [options.after ?? 0, limitOf(options.limit)]));
+    return rows;
+  }
+
+  async lastEventSeq(sessionId: string): Promise<number> {
+    const { rows } = await this.guard("last event seq", sessionId, () => this.db.run<{ n: number }>("lastEventSeq", [sessionId]));
+    return rows[0]!.n;
+  }
+
+  async lastEventGseq(): Promise<number> {
+    const { rows } = await this.guard("last event gseq", undefined, () => this.db.run<{ n: number }>("lastEventGseq", []));
+    return rows[0]!.n;
   }
 
   async upsertToolCall(call: Omit<ToolCallRow, "output" | "started_at" | "ended_at"> & Partial<ToolCallRow>): Promise<void> {
@@ -319,6 +388,8 @@ export class PostgresStore implements Store {
       finish_reason: message.finish_reason ?? null,
       token_usage: message.token_usage ?? null,
       meta: message.meta ?? null,
+      kind: message.kind ?? null,
+      compacted: false,
       created_at: this.nowIso(),
     };
     const { rows } = await on.run<{ seq: number }>("insertMessage", [
@@ -332,6 +403,7 @@ export class PostgresStore implements Store {
       row.finish_reason,
       toJson(row.token_usage),
       toJson(row.meta),
+      row.kind,
       row.created_at,
     ]);
     if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${message.session_id} (message ${message.id})`);
@@ -357,4 +429,9 @@ export class PostgresStore implements Store {
   protected nowIso(): string {
     return new Date(this.clock.now()).toISOString();
   }
+}
+
+/** LIMIT NULL is no limit. */
+function limitOf(limit: number | undefined): number | null {
+  return limit === undefined ? null : Math.max(0, Math.floor(limit));
 }

@@ -5,8 +5,8 @@
 
 const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth, instance_name, model, reasoning,
   budget_override, objective, success_criteria, prompt_tokens, completion_tokens, total_tokens, cached_tokens,
-  cache_creation_tokens, reasoning_tokens, context_size, created_at, updated_at`;
-const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, created_at";
+  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, created_at, updated_at`;
+const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
 
 export const SQL = {
@@ -26,7 +26,8 @@ export const SQL = {
       cache_creation_tokens = cache_creation_tokens + $6,
       reasoning_tokens = reasoning_tokens + $7,
       context_size = $8,
-      updated_at = $9
+      updated_at = $9,
+      cost_usd = cost_usd + $10
     WHERE id = $1`,
   countLive: "SELECT COUNT(*)::int AS n FROM sessions WHERE status != 'closed'",
   findChild: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND instance_name = $2
@@ -38,12 +39,13 @@ export const SQL = {
   insertMessage: `WITH next AS (
       UPDATE sessions SET last_message_seq = last_message_seq + 1 WHERE id = $2 RETURNING last_message_seq
     )
-    INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, created_at)
-    SELECT $1, $2, next.last_message_seq, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM next
+    INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, created_at)
+    SELECT $1, $2, next.last_message_seq, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM next
     RETURNING seq`,
   listMessages: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
   getMessage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id = $1`,
   updateMessageMeta: "UPDATE messages SET meta = $2 WHERE id = $1",
+  setCompacted: "UPDATE messages SET compacted = true WHERE session_id = $1 AND id = ANY ($2::text[])",
 
   upsertToolCall: `INSERT INTO tool_calls (id, session_id, message_id, name, arguments, state, output, started_at, ended_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -95,6 +97,20 @@ export const SQL = {
     ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   deleteMeta: "DELETE FROM session_meta WHERE session_id = $1 AND key = $2",
   getMeta: "SELECT value FROM session_meta WHERE session_id = $1 AND key = $2",
+
+  // See the event log migration: the counter's row lock orders commits by gseq. One
+  // statement, so a refused row (repeated seq) rolls the counter back with the batch.
+  appendEvents: `WITH bump AS (
+      UPDATE event_counter SET last_gseq = last_gseq + cardinality($1::text[]) RETURNING last_gseq
+    )
+    INSERT INTO events (gseq, session_id, seq, type, ts, data)
+    SELECT bump.last_gseq - cardinality($1::text[]) + e.ord, e.session_id, e.seq, e.type, e.ts, e.data
+    FROM bump, unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS e (session_id, seq, type, ts, data, ord)
+    RETURNING gseq`,
+  listEvents: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+  listEventsGlobal: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE gseq > $1 ORDER BY gseq LIMIT $2",
+  lastEventSeq: "SELECT COALESCE(MAX(seq), 0)::int AS n FROM events WHERE session_id = $1",
+  lastEventGseq: "SELECT COALESCE(MAX(gseq), 0) AS n FROM events",
 
   addAudit: "INSERT INTO audit (session_id, kind, data, created_at) VALUES ($1, $2, $3, $4)",
   listAudit: `SELECT id, session_id, kind, data, created_at FROM audit
