@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   SESSION_SUSPENDED: 409,
   SESSION_BUSY: 409,
   CONFLICT: 409,
+  /** A node wrote for a session whose lease another node has taken over (fencing). */
+  LEASE_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   BUDGET_EXCEEDED: 429,

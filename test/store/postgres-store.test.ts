@@ -6,33 +6,12 @@ import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import type { StoredEvent } from "../../src/store/store.js";
 import { storeConformance } from "../conformance/store.js";
 import { reply } from "../helpers/fake-llm.js";
-import { postgresUnavailable, startPostgres, type PostgresCluster } from "../helpers/postgres.js";
+import { emptyDatabase, postgresUnavailable, withClient, startPostgres, type PostgresCluster } from "../helpers/postgres.js";
 import { createRuntimeHarness } from "../helpers/runtime.js";
 
 const unavailable = postgresUnavailable();
 if (unavailable) console.warn(`[postgres-store.test] skipping every PostgreSQL test: ${unavailable}`);
 const suite = unavailable ? describe.skip : describe;
-
-async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await body(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Empties every table but the migration record, so one migrated database serves each test. */
-async function emptyDatabase(url: string): Promise<void> {
-  await withClient(url, async (client) => {
-    const { rows } = await client.query<{ tablename: string }>(
-      "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('schema_migrations', 'event_counter')",
-    );
-    await client.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(", ")} RESTART IDENTITY`);
-    await client.query("UPDATE event_counter SET last_gseq = 0");
-  });
-}
 
 async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string }> {
   const error = await promise.then(
@@ -58,6 +37,22 @@ suite("PostgresStore", () => {
     const store = await PostgresStore.open(shared);
     await emptyDatabase(shared);
     return { store, reopen: async () => PostgresStore.open(shared), cleanup: async () => undefined };
+  });
+
+  // The same contract through a fenced view whose lease covers "s1", the suite's main
+  // session: every s1 write takes the check-then-write transaction path.
+  storeConformance("PostgresStore fenced to s1", async () => {
+    const parents: PostgresStore[] = [];
+    const fencedView = async () => {
+      const parent = await PostgresStore.open(shared);
+      parents.push(parent);
+      const lease = await parent.acquireLease("s1", "node-a", 60_000);
+      return parent.fenced(lease!);
+    };
+    const first = await PostgresStore.open(shared);
+    await emptyDatabase(shared);
+    await first.close();
+    return { store: await fencedView(), reopen: fencedView, cleanup: async () => void (await Promise.all(parents.map((p) => p.close()))) };
   });
 
   describe("migrations", () => {

@@ -10,6 +10,8 @@ export interface Queryable {
   run<R extends pg.QueryResultRow = pg.QueryResultRow>(name: StatementName, values: unknown[]): Promise<pg.QueryResult<R>>;
   /** Runs ad-hoc SQL (dynamic updates, admin statements). */
   sql<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  /** Runs `body` in a transaction; inside one already, simply runs it there. */
+  transaction<T>(body: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
 /** Deadlock and serialization failures: the transaction did nothing and may simply run again. */
@@ -94,8 +96,10 @@ export class Database implements Queryable {
 }
 
 function clientQueryable(client: pg.PoolClient): Queryable {
-  return {
+  const tx: Queryable = {
     run: (name, values) => client.query({ name, text: SQL[name], values }),
     sql: (text, values = []) => client.query(text, values),
+    transaction: (body) => body(tx),
   };
+  return tx;
 }

@@ -162,10 +162,48 @@ ALTER TABLE messages ADD COLUMN kind TEXT;
 ALTER TABLE messages ADD COLUMN compacted BOOLEAN NOT NULL DEFAULT false;
 `;
 
-/** Ordered, append-only; versions match the SQLite store's steps one for one. */
+/*
+ * Coordination of several nodes (store/cluster.ts); SQLite has no counterpart. Lease
+ * times are the database's clock (timestamptz), so node clock skew does not matter.
+ * Released leases keep their row and generation: a generation is never handed out twice.
+ */
+const CLUSTER = `
+CREATE TABLE leases (
+  session_id TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL,
+  generation BIGINT NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL,
+  released BOOLEAN NOT NULL DEFAULT false
+);
+CREATE INDEX leases_node ON leases (node_id) WHERE NOT released;
+CREATE INDEX leases_expiry ON leases (expires_at) WHERE NOT released;
+
+CREATE TABLE wakeup_claims (
+  session_id TEXT NOT NULL,
+  due_at BIGINT NOT NULL,
+  node_id TEXT NOT NULL,
+  claimed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (session_id, due_at)
+);
+
+CREATE TABLE remote_methods (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY,
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  method TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  resolved BOOLEAN NOT NULL DEFAULT false,
+  result TEXT
+);
+`;
+
+/** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
+  { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

@@ -1,3 +1,5 @@
+import { CLUSTER_SQL } from "./cluster-sql.js";
+
 /**
  * Every fixed statement the PostgreSQL store runs. Each is sent as a named query, so a
  * connection parses and plans it once and then only binds values.
@@ -8,6 +10,14 @@ const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth
   cache_creation_tokens, reasoning_tokens, context_size, cost_usd, created_at, updated_at`;
 const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
+
+/** LISTEN/NOTIFY channel names (signals of store/cluster.ts). */
+export const CHANNELS = {
+  inbox: "veil_inbox",
+  events: "veil_events",
+  control: "veil_control",
+  remoteResult: "veil_remote_result",
+} as const;
 
 export const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
@@ -68,7 +78,11 @@ export const SQL = {
     WHERE session_id = $1 AND ($2::text[] IS NULL OR state = ANY ($2::text[]))
     ORDER BY pos`,
 
-  addInbox: "INSERT INTO inbox (id, session_id, content, meta, created_at) VALUES ($1, $2, $3, $4, $5)",
+  // The signal is part of the statement: it goes out exactly when the row commits.
+  addInbox: `WITH added AS (
+      INSERT INTO inbox (id, session_id, content, meta, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING session_id
+    )
+    SELECT pg_notify('${CHANNELS.inbox}', session_id) FROM added`,
   listInbox: "SELECT id, session_id, content, meta, created_at FROM inbox WHERE session_id = $1 ORDER BY pos",
   takeInbox: "DELETE FROM inbox WHERE id = $1 AND session_id = $2",
   sessionsWithInbox: "SELECT session_id FROM inbox GROUP BY session_id ORDER BY MIN(pos)",
@@ -99,14 +113,17 @@ export const SQL = {
   getMeta: "SELECT value FROM session_meta WHERE session_id = $1 AND key = $2",
 
   // See the event log migration: the counter's row lock orders commits by gseq. One
-  // statement, so a refused row (repeated seq) rolls the counter back with the batch.
+  // statement, so a refused row (repeated seq) rolls the counter back with the batch,
+  // and the signal (the highest gseq) is delivered when, and only if, the batch commits.
   appendEvents: `WITH bump AS (
       UPDATE event_counter SET last_gseq = last_gseq + cardinality($1::text[]) RETURNING last_gseq
+    ), added AS (
+      INSERT INTO events (gseq, session_id, seq, type, ts, data)
+      SELECT bump.last_gseq - cardinality($1::text[]) + e.ord, e.session_id, e.seq, e.type, e.ts, e.data
+      FROM bump, unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS e (session_id, seq, type, ts, data, ord)
+      RETURNING gseq
     )
-    INSERT INTO events (gseq, session_id, seq, type, ts, data)
-    SELECT bump.last_gseq - cardinality($1::text[]) + e.ord, e.session_id, e.seq, e.type, e.ts, e.data
-    FROM bump, unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS e (session_id, seq, type, ts, data, ord)
-    RETURNING gseq`,
+    SELECT array_agg(gseq ORDER BY gseq) AS gseqs, pg_notify('${CHANNELS.events}', MAX(gseq)::text) AS notified FROM added`,
   listEvents: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
   listEventsGlobal: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE gseq > $1 ORDER BY gseq LIMIT $2",
   lastEventSeq: "SELECT COALESCE(MAX(seq), 0)::int AS n FROM events WHERE session_id = $1",
@@ -116,6 +133,8 @@ export const SQL = {
   listAudit: `SELECT id, session_id, kind, data, created_at FROM audit
     WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR kind = $2)
     ORDER BY id`,
+
+  ...CLUSTER_SQL,
 } as const;
 
 export type StatementName = keyof typeof SQL;
