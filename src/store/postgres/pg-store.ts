@@ -29,10 +29,11 @@ import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js"
  * the lease first.
  */
 export interface WriteGate {
-  write<T>(db: Database, sessionId: string | undefined, body: (on: Queryable) => Promise<T>): Promise<T>;
+  /** `sessions`: whose data the write touches (several for an event batch); undefined: nobody's in particular. */
+  write<T>(db: Database, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T>;
 }
 
-export const OPEN_GATE: WriteGate = { write: (db, _sessionId, body) => body(db) };
+export const OPEN_GATE: WriteGate = { write: (db, _sessions, body) => body(db) };
 
 /**
  * The Store over PostgreSQL: a pool of connections to one database, shared by every node
@@ -178,7 +179,7 @@ export class PgStore implements Store {
 
   async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
-    const { rows } = await this.write(`events of ${events[0]!.session_id}`, events[0]!.session_id, (on) =>
+    const { rows } = await this.write(`events of ${events[0]!.session_id}`, events.map((e) => e.session_id), (on) =>
       on.run<{ gseqs: number[] }>("appendEvents", [
         events.map((e) => e.session_id),
         events.map((e) => e.seq),
@@ -405,12 +406,12 @@ export class PgStore implements Store {
   }
 
   /** Runs one write of `sessionId`'s data through the gate (fenced views check their lease). */
-  protected async write<T>(what: string, sessionId: string | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
+  protected async write<T>(what: string, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
     if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
     try {
-      return await this.gate.write(this.db, sessionId, body);
+      return await this.gate.write(this.db, sessions, body);
     } catch (error) {
-      throw this.db.fail(error, what, sessionId);
+      throw this.db.fail(error, what, typeof sessions === "string" ? sessions : undefined);
     }
   }
 

@@ -171,8 +171,9 @@ export class PostgresStore extends PgStore implements ClusterStore {
  */
 function fenceGate(lease: Lease): WriteGate {
   return {
-    write: (db, sessionId, body) => {
-      if (sessionId !== lease.sessionId) return body(db);
+    write: (db, sessions, body) => {
+      const touches = typeof sessions === "string" ? sessions === lease.sessionId : !!sessions?.includes(lease.sessionId);
+      if (!touches) return body(db);
       return db.transaction(async (tx: Queryable) => {
         const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
         if (held.rowCount === 0) {
