@@ -2,17 +2,21 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { memoryLogger } from "../src/base/log.js";
+import { createRuntime } from "../src/runtime.js";
 import type { ClusterSignal } from "../src/store/cluster.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../src/store/store.js";
 import { postgresUnavailable, startPostgres } from "../test/helpers/postgres.js";
+import { scriptedClient } from "./loop.js";
 import { median, withBaseline, type BenchResult } from "./types.js";
 
 const OPS = 1000;
 const RUNS = 3;
 const BATCH = 10;
 const LATENCY_SAMPLES = 300;
+const STEPS = 20;
 /** Both stores skip the fsync per commit here: SQLite WAL + synchronous=NORMAL, the throwaway cluster fsync=off. */
 const CLUSTER_NOTE = "sequential awaits; local cluster with fsync off, as SQLite NORMAL skips fsync per commit";
 
@@ -58,6 +62,7 @@ export async function run(): Promise<BenchResult[]> {
   await sqlite.close();
   rmSync(dir, { recursive: true, force: true });
 
+  const sqliteStep = await stepOverhead({});
   const missing = postgresUnavailable();
   if (missing) {
     return OPS_UNDER_TEST.map(({ name }) => ({ name: `store: ${name}, SQLite`, value: sqliteTimes.get(name)!, unit: "µs/op", note: `PostgreSQL skipped: ${missing}` }));
@@ -77,10 +82,40 @@ export async function run(): Promise<BenchResult[]> {
     const fencedValue = await perOp(fenced, OPS_UNDER_TEST[0]!.op, RUNS);
     results.push(withBaseline({ name: "store: appendMessage through a lease fence, PostgreSQL", value: fencedValue, unit: "µs/op", baseline: { name: "unfenced PostgreSQL", value: results[0]!.value } }));
     results.push(...(await signalLatency(nodeA, nodeB)));
+    const pgStep = await stepOverhead({ VEIL_DATABASE_URL: url });
+    results.push(
+      withBaseline({
+        name: "loop overhead per step on PostgreSQL (response end → next request, incl. log_write)",
+        value: pgStep,
+        unit: "ms",
+        baseline: { name: "the same on SQLite", value: sqliteStep },
+        target: "≤ 3 ms",
+        note: `median of ${3 * STEPS} steps, zero-latency in-process model`,
+      }),
+    );
     await Promise.all([nodeA.close(), nodeB.close()]);
     return results;
   } finally {
     await cluster.stop();
+  }
+}
+
+/** Median gap between a model response's end and the next request, over 3 runs of STEPS tool steps. */
+async function stepOverhead(env: Record<string, string>): Promise<number> {
+  const workspace = mkdtempSync(join(tmpdir(), "veil-bench-step-"));
+  try {
+    const gaps: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const scripted = scriptedClient(STEPS);
+      const runtime = await createRuntime({ workspace, env: { VEIL_HOME: join(workspace, "home"), VEIL_MODEL: "bench", ...env }, llm: scripted.client, log: memoryLogger() });
+      const session = await runtime.sessions.create({ agent: "default" });
+      await (await runtime.sessions.send(session.id, "go")).result;
+      for (let i = 1; i < scripted.requestStarts.length; i++) gaps.push(scripted.requestStarts[i]! - scripted.responseEnds[i - 1]!);
+      await runtime.close();
+    }
+    return median(gaps);
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
   }
 }
 
