@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -83,6 +83,15 @@ export async function startPostgres(): Promise<PostgresCluster> {
   const halt = () => asPostgresUser(join(bin, "pg_ctl"), ["stop", "-w", "-t", "60", "-m", "fast", "-D", data]);
   await start();
   let running = true;
+  // A worker that dies before afterAll must not leave a server behind.
+  const stopOnExit = () => {
+    if (!running) return;
+    const args = ["stop", "-m", "immediate", "-D", data];
+    if (process.getuid?.() === 0) spawnSync("runuser", ["-u", "postgres", "--", join(bin, "pg_ctl"), ...args]);
+    else spawnSync(join(bin, "pg_ctl"), args);
+    rmSync(root, { recursive: true, force: true });
+  };
+  process.once("exit", stopOnExit);
   let removed = false;
   let counter = 0;
   const urlFor = (database: string) => `postgres://postgres:secret-pw@127.0.0.1:${port}/${database}`;
@@ -111,6 +120,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
       if (running) await halt().catch(() => undefined);
       running = false;
       removed = true;
+      process.off("exit", stopOnExit);
       rmSync(root, { recursive: true, force: true });
     },
   };
