@@ -107,6 +107,22 @@ suite("PostgresStore", () => {
     });
   });
 
+  it("assigns gseq and resolves concurrent appendEvents calls in call order, as SQLite does", async () => {
+    const url = await cluster.createDatabase();
+    const store = await PostgresStore.open(url);
+    const resolved: string[] = [];
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      store.appendEvents([{ session_id: `s${i}`, seq: 1, type: "x", ts: i, data: "{}" }]).then((rows) => {
+        resolved.push(rows[0]!.session_id);
+        return rows[0]!.gseq;
+      }),
+    );
+    const gseqs = await Promise.all(calls);
+    expect(gseqs).toEqual([...gseqs].sort((x, y) => x - y));
+    expect(resolved).toEqual(Array.from({ length: 20 }, (_, i) => `s${i}`));
+    await store.close();
+  });
+
   describe("two nodes on one database", () => {
     it("keeps message seq gap-free when both append to one session at once", async () => {
       const url = await cluster.createDatabase();

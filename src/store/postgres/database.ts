@@ -28,6 +28,7 @@ export class Database implements Queryable {
   private readonly retry: RetryPolicy;
   private readonly clock: Clock;
   private readonly log?: Logger;
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: PoolOptions & { retry: RetryPolicy; clock: Clock }) {
     this.pool = createPool(options);
@@ -83,6 +84,17 @@ export class Database implements Queryable {
         client.release(broken);
       }
     }
+  }
+
+  /**
+   * Runs `body` after every earlier `inOrder` call of this pool has settled: calls start,
+   * commit and resolve in call order (the event log needs gseq order = call order = the
+   * order a node publishes in, as SQLite gives for free).
+   */
+  inOrder<T>(body: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(body);
+    this.queue = result.catch(() => undefined);
+    return result;
   }
 
   /** Maps a driver error for a caller (see mapPgError). */

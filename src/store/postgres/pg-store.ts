@@ -179,19 +179,21 @@ export class PgStore implements Store {
 
   async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
-    const { rows } = await this.write(`events of ${events[0]!.session_id}`, events.map((e) => e.session_id), (on) =>
-      on.run<{ gseqs: number[] }>("appendEvents", [
-        events.map((e) => e.session_id),
-        events.map((e) => e.seq),
-        events.map((e) => e.type),
-        events.map((e) => e.ts),
-        events.map((e) => e.data),
-      ]),
-    );
+    const values = [
+      events.map((e) => e.session_id),
+      events.map((e) => e.seq),
+      events.map((e) => e.type),
+      events.map((e) => e.ts),
+      events.map((e) => e.data),
+    ];
+    const append = () => this.write(`events of ${events[0]!.session_id}`, events.map((e) => e.session_id), (on) => on.run<{ gseqs: number[] }>("appendEvents", values));
+    // In call order per pool: a node publishes each batch once it resolves, so gseq must follow call order.
+    const { rows } = await this.db.inOrder(append);
     // gseq = base + position, so ascending gseq is input order.
     const gseqs = rows[0]!.gseqs;
     return events.map((event, i) => ({ gseq: Number(gseqs[i]), ...event }));
   }
+
 
   async listEvents(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
     const { rows } = await this.direct("list events", sessionId, (on) =>
