@@ -18,7 +18,7 @@ const STEPS = 20;
  * A zero-latency in-process model: every call asks for one log_write until the
  * last, and records when each request starts and each response ends.
  */
-function scriptedClient(steps: number) {
+export function scriptedClient(steps: number) {
   const requestStarts: number[] = [];
   const responseEnds: number[] = [];
   let calls = 0;

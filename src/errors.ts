@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   SESSION_SUSPENDED: 409,
   SESSION_BUSY: 409,
   CONFLICT: 409,
+  /** A node wrote for a session whose lease another node has taken over (fencing). */
+  LEASE_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
@@ -31,6 +33,8 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   LLM_ERROR: 502,
   PROVIDER_ERROR: 502,
+  /** The database behind the store cannot be reached (down, refusing, cut mid-query). */
+  STORE_UNAVAILABLE: 503,
   TIMEOUT: 504,
   CANCELLED: 499,
   // Tool-level codes (rendered to the model; HTTP rarely sees them).

@@ -20,7 +20,7 @@ import type { Engine } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
-import { SqliteStore } from "./store/sqlite/sqlite-store.js";
+import { openStore } from "./store/open.js";
 import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
 import type { ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
@@ -92,7 +92,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const ids = options.ids ?? randomIds;
   const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
-  const store = options.store ?? SqliteStore.open(config.paths.dbPath);
+  const store = options.store ?? (await openStore(config, { log }));
   const bus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
   const events = new EventLog({ store, bus, clock, log });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });

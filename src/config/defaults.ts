@@ -15,6 +15,8 @@ export function defaultSettings(): Settings {
     limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024 },
     wakeup: { minLoopSeconds: 10 },
     defaultCompaction: defaultCompaction(),
+    store: { type: "sqlite" },
+    cluster: { leaseSeconds: 15 },
   };
 }
 

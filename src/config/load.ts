@@ -53,6 +53,7 @@ export function loadConfig(options: LoadOptions): VeilConfig {
   if (options.overrides) settings = mergeDeep(settings, options.overrides as Record<string, unknown>);
   const finalSettings = settings as unknown as Settings;
   checkProviders(finalSettings);
+  checkStore(finalSettings);
 
   let models: Record<string, ModelInfo> = {};
   for (const dir of [paths.homeDir, paths.projectDir]) {
@@ -138,12 +139,19 @@ function envShortcuts(env: Record<string, string | undefined>): Record<string, u
     out.defaultProvider = "env";
   }
   if (env.VEIL_MODEL) out.defaultModel = env.VEIL_MODEL;
+  if (env.VEIL_DATABASE_URL) out.store = { type: "postgres", url: env.VEIL_DATABASE_URL };
   return out;
 }
 
 function checkProviders(settings: Settings): void {
   if (settings.defaultProvider && !ownEntry(settings.providers, settings.defaultProvider)) {
     throw new VeilError("CONFIG_ERROR", `settings.json: defaultProvider "${settings.defaultProvider}" names no entry in "providers"`);
+  }
+}
+
+function checkStore(settings: Settings): void {
+  if (settings.store.type === "postgres" && !settings.store.url) {
+    throw new VeilError("CONFIG_ERROR", `settings.json: store.type "postgres" needs store.url (or set VEIL_DATABASE_URL)`);
   }
 }
 

@@ -114,6 +114,21 @@ export const SettingsFileSchema = Type.Object(
     // Each server entry is checked on its own at discovery (tools/mcp/config.ts): one bad entry breaks only that server.
     mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown({ description: "An MCP server: { command, args?, env? } or { type: \"http\" | \"sse\", url, headers? }" }))),
     hooks: Type.Optional(HooksSchema),
+    store: Type.Optional(
+      Type.Object(
+        {
+          type: Type.Union([Type.Literal("sqlite"), Type.Literal("postgres")], { description: "sqlite (default) or postgres." }),
+          url: Type.Optional(Type.String({ pattern: "^postgres(ql)?://", description: "postgres://user:password@host:port/database" })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    cluster: Type.Optional(
+      Type.Object(
+        { leaseSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Seconds a node's session lease lasts unrenewed." })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: true },
 );

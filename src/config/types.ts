@@ -61,6 +61,13 @@ export interface RetrySettings {
   maxDelayMs: number;
 }
 
+/** Where sessions, messages and events live (CONTRACT §14). */
+export type StoreSettings =
+  /** The embedded default: `<workspace>/.veil/veil.db`. */
+  | { type: "sqlite" }
+  /** A PostgreSQL database shared by every node of a service. */
+  | { type: "postgres"; url: string };
+
 export interface Settings {
   providers: Record<string, ProviderConfig>;
   defaultProvider?: string;
@@ -103,6 +110,12 @@ export interface Settings {
   mcpServers?: Record<string, McpServerConfig>;
   /** Lifecycle hooks, Claude Code's shape (CONTRACT §15). */
   hooks?: HooksSettings;
+  /** default: { type: "sqlite" }; env VEIL_DATABASE_URL selects postgres with that URL. */
+  store: StoreSettings;
+  cluster: {
+    /** How long a node's claim on a session lasts without renewal, seconds. default: 15 */
+    leaseSeconds: number;
+  };
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
 }

@@ -1,0 +1,254 @@
+import type pg from "pg";
+import { VeilError } from "../../errors.js";
+
+/**
+ * One schema step, applied once, in ascending order, and recorded in `schema_migrations`.
+ * Never edit a shipped migration: add a new one.
+ */
+export interface PgMigration {
+  version: number;
+  name: string;
+  up: string;
+}
+
+/*
+ * Mirrors the SQLite schema (timestamps ISO-8601 TEXT, JSON values TEXT so they come back
+ * byte for byte as written). `pos` identity columns stand in for SQLite's rowid where the
+ * Store promises arrival order. `sessions.last_message_seq` is the per-session counter:
+ * incrementing it takes the session's row lock, which serializes concurrent appends.
+ */
+const INITIAL_SCHEMA = `
+CREATE TABLE sessions (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('idle', 'running', 'suspended', 'closed')),
+  parent_session_id TEXT,
+  spawn_depth INTEGER NOT NULL DEFAULT 0,
+  instance_name TEXT,
+  model TEXT,
+  reasoning TEXT,
+  budget_override TEXT,
+  objective TEXT,
+  success_criteria TEXT,
+  prompt_tokens BIGINT NOT NULL DEFAULT 0,
+  completion_tokens BIGINT NOT NULL DEFAULT 0,
+  total_tokens BIGINT NOT NULL DEFAULT 0,
+  cached_tokens BIGINT NOT NULL DEFAULT 0,
+  cache_creation_tokens BIGINT NOT NULL DEFAULT 0,
+  reasoning_tokens BIGINT NOT NULL DEFAULT 0,
+  context_size BIGINT NOT NULL DEFAULT 0,
+  last_message_seq INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX sessions_parent ON sessions (parent_session_id);
+CREATE INDEX sessions_status ON sessions (status);
+CREATE UNIQUE INDEX sessions_parent_instance ON sessions (parent_session_id, instance_name)
+  WHERE parent_session_id IS NOT NULL AND instance_name IS NOT NULL;
+
+CREATE TABLE messages (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+  content TEXT,
+  thinking TEXT,
+  tool_calls TEXT,
+  tool_call_id TEXT,
+  finish_reason TEXT,
+  token_usage TEXT,
+  meta TEXT,
+  created_at TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+
+CREATE TABLE tool_calls (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY,
+  id TEXT NOT NULL,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  message_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'validating', 'executing', 'done', 'error', 'cancelled')),
+  output TEXT,
+  started_at TEXT,
+  ended_at TEXT,
+  PRIMARY KEY (session_id, id)
+);
+CREATE INDEX tool_calls_state ON tool_calls (session_id, state);
+
+CREATE TABLE inbox (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY,
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  content TEXT NOT NULL,
+  meta TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX inbox_session ON inbox (session_id, pos);
+
+CREATE TABLE read_markers (
+  session_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  read_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, path)
+);
+
+CREATE TABLE todos (
+  session_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  content TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  PRIMARY KEY (session_id, position)
+);
+
+CREATE TABLE wakeups (
+  session_id TEXT PRIMARY KEY,
+  time TEXT NOT NULL,
+  interval_ms BIGINT NOT NULL,
+  message TEXT NOT NULL,
+  loop BOOLEAN NOT NULL,
+  next_fire_at BIGINT NOT NULL,
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE session_meta (
+  session_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (session_id, key)
+);
+
+CREATE TABLE audit (
+  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  session_id TEXT,
+  kind TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX audit_session ON audit (session_id);
+CREATE INDEX audit_kind ON audit (kind);
+`;
+
+/*
+ * The durable event log (CONTRACT §10). gseq comes from the one-row counter, not a
+ * sequence: bumping the counter holds its row lock until the appending transaction
+ * commits, so appends commit in gseq order and a reader that has seen gseq N has seen
+ * every event below N (a sequence hands out numbers that may commit out of order, and a
+ * reader paging by "gseq > last" would skip the late one for good).
+ */
+const EVENT_LOG = `
+CREATE TABLE event_counter (
+  id BOOLEAN PRIMARY KEY DEFAULT true CHECK (id),
+  last_gseq BIGINT NOT NULL
+);
+INSERT INTO event_counter (id, last_gseq) VALUES (true, 0);
+CREATE TABLE events (
+  gseq BIGINT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts BIGINT NOT NULL,
+  data TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+ALTER TABLE sessions ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN kind TEXT;
+ALTER TABLE messages ADD COLUMN compacted BOOLEAN NOT NULL DEFAULT false;
+`;
+
+/*
+ * Coordination of several nodes (store/cluster.ts); SQLite has no counterpart. Lease
+ * times are the database's clock (timestamptz), so node clock skew does not matter.
+ * Released leases keep their row and generation: a generation is never handed out twice.
+ */
+const CLUSTER = `
+CREATE TABLE leases (
+  session_id TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL,
+  generation BIGINT NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL,
+  released BOOLEAN NOT NULL DEFAULT false
+);
+CREATE INDEX leases_node ON leases (node_id) WHERE NOT released;
+CREATE INDEX leases_expiry ON leases (expires_at) WHERE NOT released;
+
+CREATE TABLE wakeup_claims (
+  session_id TEXT NOT NULL,
+  due_at BIGINT NOT NULL,
+  node_id TEXT NOT NULL,
+  claimed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (session_id, due_at)
+);
+
+CREATE TABLE remote_methods (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY,
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  method TEXT NOT NULL,
+  data TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  resolved BOOLEAN NOT NULL DEFAULT false,
+  result TEXT
+);
+`;
+
+/** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
+  { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
+  { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
+];
+
+/** Two ints naming Veil's migration lock among any other advisory locks of the database. */
+const MIGRATION_LOCK = [0x7665696c, 1] as const;
+
+/**
+ * Brings the database to the latest version in one transaction that first takes a
+ * transaction-scoped advisory lock: when several nodes start at once, one migrates and the
+ * others wait, then find nothing left to do. Returns the versions this call applied.
+ */
+export async function applyPgMigrations(
+  client: pg.PoolClient,
+  nowIso: string,
+  migrations: readonly PgMigration[] = PG_MIGRATIONS,
+): Promise<number[]> {
+  const ordered = [...migrations].sort((a, b) => a.version - b.version);
+  const latestKnown = ordered.at(-1)?.version ?? 0;
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [...MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at TEXT NOT NULL
+    )`);
+    const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+    const applied = new Set(rows.map((r) => r.version));
+    const newest = Math.max(0, ...applied);
+    if (newest > latestKnown) {
+      throw new VeilError(
+        "CONFIG_ERROR",
+        `Database schema version ${newest} is newer than this build of veil supports (${latestKnown}); upgrade veil.`,
+      );
+    }
+    const done: number[] = [];
+    for (const migration of ordered) {
+      if (applied.has(migration.version)) continue;
+      await client.query(migration.up);
+      await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [migration.version, migration.name, nowIso]);
+      done.push(migration.version);
+    }
+    await client.query("COMMIT");
+    return done;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,428 @@
+import type { Clock } from "../../base/clock.js";
+import { VeilError } from "../../errors.js";
+import type {
+  AuditRow,
+  InboxItem,
+  MessageRow,
+  NewMessage,
+  NewSession,
+  NewStoredEvent,
+  SessionPatch,
+  SessionRow,
+  SessionStatus,
+  Store,
+  StoredEvent,
+  StoredToolCall,
+  TodoItem,
+  TokenUsage,
+  ToolCallRow,
+  ToolCallState,
+  WakeupRow,
+} from "../store.js";
+import type { Database, Queryable } from "./database.js";
+import { auditFromRaw, inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawAudit, type RawInbox, type RawSession } from "./rows.js";
+import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
+
+/**
+ * How session-scoped writes run. The plain gate runs them as they are; a fenced gate
+ * (ClusterStore.fenced) wraps each write for its session in a transaction that checks
+ * the lease first.
+ */
+export interface WriteGate {
+  /** `sessions`: whose data the write touches (several for an event batch); undefined: nobody's in particular. */
+  write<T>(db: Database, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T>;
+}
+
+export const OPEN_GATE: WriteGate = { write: (db, _sessions, body) => body(db) };
+
+/**
+ * The Store over PostgreSQL: a pool of connections to one database, shared by every node
+ * of a service. Single-statement writes rely on row locks; multi-row writes run in one
+ * transaction. PostgresStore (postgres-store.ts) adds opening, migrating and the cluster
+ * surface; this class is the Store half, also used for fenced views.
+ */
+export class PgStore implements Store {
+  protected readonly db: Database;
+  protected readonly clock: Clock;
+  private readonly gate: WriteGate;
+  private readonly ownsPool: boolean;
+  private closed = false;
+
+  constructor(db: Database, clock: Clock, gate: WriteGate = OPEN_GATE, ownsPool = true) {
+    this.db = db;
+    this.clock = clock;
+    this.gate = gate;
+    this.ownsPool = ownsPool;
+  }
+
+  /** The database URL with the password hidden (for logs and /health). */
+  get url(): string {
+    return this.db.safeUrl;
+  }
+
+  async createSession(session: NewSession): Promise<SessionRow> {
+    const { rows } = await this.write(`session ${session.id}`, undefined, (on) =>
+      on.run<RawSession>("insertSession", [
+        session.id,
+        session.agent,
+        session.mode,
+        session.status ?? "idle",
+        session.parent_session_id ?? null,
+        session.spawn_depth ?? 0,
+        session.instance_name ?? null,
+        session.model ?? null,
+        toJson(session.reasoning),
+        toJson(session.budget_override),
+        session.objective ?? null,
+        session.success_criteria ?? null,
+        this.nowIso(),
+      ]),
+    );
+    return sessionFromRaw(rows[0]!);
+  }
+
+  async getSession(id: string): Promise<SessionRow | undefined> {
+    const { rows } = await this.direct("get session", id, (on) => on.run<RawSession>("getSession", [id]));
+    return rows[0] && sessionFromRaw(rows[0]);
+  }
+
+  async listSessions(filter: { parentSessionId?: string; status?: SessionStatus } = {}): Promise<SessionRow[]> {
+    const { rows } = await this.direct("list sessions", undefined, (on) =>
+      on.run<RawSession>("listSessions", [filter.parentSessionId ?? null, filter.status ?? null]),
+    );
+    return rows.map(sessionFromRaw);
+  }
+
+  async updateSession(id: string, patch: SessionPatch): Promise<SessionRow> {
+    // Only the keys present are set: undefined keeps, null clears.
+    const sets: string[] = [];
+    const values: unknown[] = [id, this.nowIso()];
+    const set = (column: string, value: unknown) => {
+      values.push(value);
+      sets.push(`${column} = $${values.length}`);
+    };
+    for (const key of SESSION_PATCH_COLUMNS) {
+      if (patch[key] === undefined) continue;
+      set(key, key === "reasoning" || key === "budget_override" ? toJson(patch[key]) : patch[key]);
+    }
+    if (patch.token_usage) for (const column of USAGE_COLUMNS) set(column, patch.token_usage[column]);
+    const text = `UPDATE sessions SET ${[...sets, "updated_at = $2"].join(", ")} WHERE id = $1 RETURNING ${SESSION_COLUMNS}`;
+    const { rows } = await this.write("update session", id, (on) => on.sql<RawSession>(text, values));
+    if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+    return sessionFromRaw(rows[0]);
+  }
+
+  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd = 0): Promise<void> {
+    const cost = Number.isFinite(costUsd) ? costUsd : 0;
+    const result = await this.write("add token usage", id, (on) =>
+      on.run("addTokenUsage", [id, ...USAGE_COLUMNS.map((column) => usage[column]), contextSize, this.nowIso(), cost]),
+    );
+    if (result.rowCount === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+  }
+
+  async countLiveSessions(): Promise<number> {
+    const { rows } = await this.direct("count sessions", undefined, (on) => on.run<{ n: number }>("countLive", []));
+    return rows[0]!.n;
+  }
+
+  async findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined> {
+    const { rows } = await this.direct("find child", parentSessionId, (on) => on.run<RawSession>("findChild", [parentSessionId, instanceName]));
+    return rows[0] && sessionFromRaw(rows[0]);
+  }
+
+  async appendMessage(message: NewMessage): Promise<MessageRow> {
+    return this.write(`message ${message.id}`, message.session_id, (on) => this.insertMessage(on, message));
+  }
+
+  async listMessages(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<MessageRow[]> {
+    const { rows } = await this.direct("list messages", sessionId, (on) =>
+      on.run<PgMessage>("listMessages", [sessionId, options.afterSeq ?? 0, limitOf(options.limit)]),
+    );
+    return rows.map(messageFromPg);
+  }
+
+  async getMessage(id: string): Promise<MessageRow | undefined> {
+    const { rows } = await this.direct("get message", undefined, (on) => on.run<PgMessage>("getMessage", [id]));
+    return rows[0] && messageFromPg(rows[0]);
+  }
+
+  async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
+    const result = await this.write("update message meta", undefined, (on) => on.run("updateMessageMeta", [id, toJson(meta)]));
+    if (result.rowCount === 0) throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
+  }
+
+  async setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void> {
+    await this.write("set compacted", sessionId, (on) => on.run("setCompacted", [sessionId, messageIds]));
+  }
+
+  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
+    return this.write(`message ${message.id}`, message.session_id, (on) =>
+      on.transaction(async (tx) => {
+        const row = await this.insertMessage(tx, message);
+        for (const call of calls) {
+          await tx.run("upsertToolCall", [call.id, message.session_id, row.id, call.name, call.arguments, "pending", null, null, null]);
+        }
+        return row;
+      }),
+    );
+  }
+
+  async recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow> {
+    return this.write(`message ${input.message.id}`, input.sessionId, (on) =>
+      on.transaction(async (tx) => {
+        const row = await this.insertMessage(tx, input.message);
+        await this.setCallState(tx, input.callId, input.sessionId, input.state, input.message.content ?? null);
+        return row;
+      }),
+    );
+  }
+
+  async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
+    if (events.length === 0) return [];
+    const values = [
+      events.map((e) => e.session_id),
+      events.map((e) => e.seq),
+      events.map((e) => e.type),
+      events.map((e) => e.ts),
+      events.map((e) => e.data),
+    ];
+    const append = () => this.write(`events of ${events[0]!.session_id}`, events.map((e) => e.session_id), (on) => on.run<{ gseqs: number[] }>("appendEvents", values));
+    // In call order per pool: a node publishes each batch once it resolves, so gseq must follow call order.
+    const { rows } = await this.db.inOrder(append);
+    // gseq = base + position, so ascending gseq is input order.
+    const gseqs = rows[0]!.gseqs;
+    return events.map((event, i) => ({ gseq: Number(gseqs[i]), ...event }));
+  }
+
+
+  async listEvents(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    const { rows } = await this.direct("list events", sessionId, (on) =>
+      on.run<StoredEvent>("listEvents", [sessionId, options.after ?? 0, limitOf(options.limit)]),
+    );
+    return rows;
+  }
+
+  async listEventsGlobal(options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    const { rows } = await this.direct("list events", undefined, (on) => on.run<StoredEvent>("listEventsGlobal", [options.after ?? 0, limitOf(options.limit)]));
+    return rows;
+  }
+
+  async lastEventSeq(sessionId: string): Promise<number> {
+    const { rows } = await this.direct("last event seq", sessionId, (on) => on.run<{ n: number }>("lastEventSeq", [sessionId]));
+    return rows[0]!.n;
+  }
+
+  async lastEventGseq(): Promise<number> {
+    const { rows } = await this.direct("last event gseq", undefined, (on) => on.run<{ n: number }>("lastEventGseq", []));
+    return rows[0]!.n;
+  }
+
+  async upsertToolCall(call: Omit<ToolCallRow, "output" | "started_at" | "ended_at"> & Partial<ToolCallRow>): Promise<void> {
+    await this.write(`tool call ${call.id}`, call.session_id, (on) =>
+      on.run("upsertToolCall", [
+        call.id,
+        call.session_id,
+        call.message_id,
+        call.name,
+        call.arguments,
+        call.state,
+        call.output ?? null,
+        call.started_at ?? null,
+        call.ended_at ?? null,
+      ]),
+    );
+  }
+
+  async setToolCallState(id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<void> {
+    const result = await this.write("set tool call state", sessionId, (on) => this.setCallState(on, id, sessionId, state, output));
+    if (result === 0) throw new VeilError("NOT_FOUND", `Tool call not found: ${id} in session ${sessionId}`);
+  }
+
+  async listToolCalls(sessionId: string, options: { states?: ToolCallState[] } = {}): Promise<ToolCallRow[]> {
+    const { rows } = await this.direct("list tool calls", sessionId, (on) => on.run<ToolCallRow>("listToolCalls", [sessionId, options.states ?? null]));
+    return rows;
+  }
+
+  async addInbox(item: InboxItem): Promise<void> {
+    await this.write(`inbox item ${item.id}`, undefined, (on) =>
+      on.run("addInbox", [item.id, item.session_id, item.content, toJson(item.meta), item.created_at]),
+    );
+  }
+
+  async listInbox(sessionId: string): Promise<InboxItem[]> {
+    const { rows } = await this.direct("list inbox", sessionId, (on) => on.run<RawInbox>("listInbox", [sessionId]));
+    return rows.map(inboxFromRaw);
+  }
+
+  async deliverInbox(sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]): Promise<MessageRow[]> {
+    return this.write("deliver inbox", sessionId, (on) =>
+      on.transaction(async (tx) => {
+        const rows: MessageRow[] = [];
+        for (const { inboxId, message } of deliveries) {
+          // The DELETE waits on a racing delivery's row lock, then finds the item gone: skip it.
+          const taken = await tx.run("takeInbox", [inboxId, sessionId]);
+          if (taken.rowCount === 0) continue;
+          rows.push(await this.insertMessage(tx, message));
+        }
+        return rows;
+      }),
+    );
+  }
+
+  async sessionsWithInbox(): Promise<string[]> {
+    const { rows } = await this.direct("sessions with inbox", undefined, (on) => on.run<{ session_id: string }>("sessionsWithInbox", []));
+    return rows.map((r) => r.session_id);
+  }
+
+  async markRead(sessionId: string, path: string): Promise<void> {
+    await this.write("mark read", sessionId, (on) => on.run("markRead", [sessionId, path, this.nowIso()]));
+  }
+
+  async hasRead(sessionId: string, path: string): Promise<boolean> {
+    const result = await this.direct("has read", sessionId, (on) => on.run("hasRead", [sessionId, path]));
+    return result.rowCount !== 0;
+  }
+
+  async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
+    await this.write("set todos", sessionId, (on) =>
+      on.transaction(async (tx) => {
+        await tx.run("deleteTodos", [sessionId]);
+        if (todos.length === 0) return;
+        await tx.run("insertTodos", [
+          sessionId,
+          todos.map((t) => t.id),
+          todos.map((t) => t.content),
+          todos.map((t) => t.status),
+          todos.map((t) => t.priority),
+        ]);
+      }),
+    );
+  }
+
+  async getTodos(sessionId: string): Promise<TodoItem[]> {
+    const { rows } = await this.direct("get todos", sessionId, (on) => on.run<TodoItem>("getTodos", [sessionId]));
+    return rows;
+  }
+
+  async setWakeup(row: WakeupRow): Promise<void> {
+    await this.write("set wake-up", row.session_id, (on) =>
+      on.run("setWakeup", [row.session_id, row.time, row.interval_ms, row.message, row.loop, row.next_fire_at, row.created_at]),
+    );
+  }
+
+  async getWakeup(sessionId: string): Promise<WakeupRow | undefined> {
+    const { rows } = await this.direct("get wake-up", sessionId, (on) => on.run<WakeupRow>("getWakeup", [sessionId]));
+    return rows[0];
+  }
+
+  async deleteWakeup(sessionId: string): Promise<void> {
+    await this.write("delete wake-up", sessionId, (on) => on.run("deleteWakeup", [sessionId]));
+  }
+
+  async listWakeups(): Promise<WakeupRow[]> {
+    const { rows } = await this.direct("list wake-ups", undefined, (on) => on.run<WakeupRow>("listWakeups", []));
+    return rows;
+  }
+
+  /** Any JSON value; `undefined` deletes the key (JSON has no undefined). */
+  async setSessionMeta(sessionId: string, key: string, value: unknown): Promise<void> {
+    await this.write("set session meta", sessionId, (on) =>
+      value === undefined
+        ? on.run("deleteMeta", [sessionId, key])
+        : on.run("setMeta", [sessionId, key, JSON.stringify(value), this.nowIso()]),
+    );
+  }
+
+  async getSessionMeta<T = unknown>(sessionId: string, key: string): Promise<T | undefined> {
+    const { rows } = await this.direct("get session meta", sessionId, (on) => on.run<{ value: string }>("getMeta", [sessionId, key]));
+    return rows[0] === undefined ? undefined : (JSON.parse(rows[0].value) as T);
+  }
+
+  async addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void> {
+    await this.write("add audit", undefined, (on) =>
+      on.run("addAudit", [row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso()]),
+    );
+  }
+
+  async listAudit(filter: { sessionId?: string; kind?: string } = {}): Promise<AuditRow[]> {
+    const { rows } = await this.direct("list audit", filter.sessionId, (on) => on.run<RawAudit>("listAudit", [filter.sessionId ?? null, filter.kind ?? null]));
+    return rows.map(auditFromRaw);
+  }
+
+  /** Ends the pool; a fenced view only stops itself (the pool belongs to its parent). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsPool) await this.db.end();
+  }
+
+  /** Inserts one message on `on` (the pool, or a transaction) and returns the full row. */
+  protected async insertMessage(on: Queryable, message: NewMessage): Promise<MessageRow> {
+    const row = {
+      id: message.id,
+      session_id: message.session_id,
+      role: message.role,
+      content: message.content ?? null,
+      thinking: message.thinking ?? null,
+      tool_calls: message.tool_calls ?? null,
+      tool_call_id: message.tool_call_id ?? null,
+      finish_reason: message.finish_reason ?? null,
+      token_usage: message.token_usage ?? null,
+      meta: message.meta ?? null,
+      kind: message.kind ?? null,
+      compacted: false,
+      created_at: this.nowIso(),
+    };
+    const { rows } = await on.run<{ seq: number }>("insertMessage", [
+      row.id,
+      row.session_id,
+      row.role,
+      row.content,
+      row.thinking,
+      toJson(row.tool_calls),
+      row.tool_call_id,
+      row.finish_reason,
+      toJson(row.token_usage),
+      toJson(row.meta),
+      row.kind,
+      row.created_at,
+    ]);
+    if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${message.session_id} (message ${message.id})`);
+    return { ...row, seq: rows[0].seq };
+  }
+
+  /** Sets a call's state on `on`; returns the number of rows changed (0: no such call). */
+  protected async setCallState(on: Queryable, id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<number> {
+    const result = await on.run("setToolCallState", [id, sessionId, state, output !== undefined, output ?? null, this.nowIso()]);
+    return result.rowCount ?? 0;
+  }
+
+  /** Runs one statement (or transaction) directly on the pool, never fenced: refuses after close, maps driver errors to catalogue errors. */
+  protected async direct<T>(what: string, sessionId: string | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
+    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
+    try {
+      return await body(this.db);
+    } catch (error) {
+      throw this.db.fail(error, what, sessionId);
+    }
+  }
+
+  /** Runs one write of `sessionId`'s data through the gate (fenced views check their lease). */
+  protected async write<T>(what: string, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
+    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
+    try {
+      return await this.gate.write(this.db, sessions, body);
+    } catch (error) {
+      throw this.db.fail(error, what, typeof sessions === "string" ? sessions : undefined);
+    }
+  }
+
+  protected nowIso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+}
+
+/** LIMIT NULL is no limit. */
+function limitOf(limit: number | undefined): number | null {
+  return limit === undefined ? null : Math.max(0, Math.floor(limit));
+}
