@@ -5,11 +5,12 @@ import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { apiError, errorResponse } from "./errors.js";
 import { agentRoutes } from "./routes/agents.js";
+import { DASHBOARD_PATHS } from "./routes/dashboard.js";
 import { sessionEvents, sessionRoutes } from "./routes/sessions.js";
 import { extraRouteModules } from "./routes/index.js";
 
-/** Paths reachable without the bearer secret. */
-const PUBLIC_PATHS = new Set(["/health"]);
+/** Paths reachable without the bearer secret: health and the dashboard's static files. */
+const PUBLIC_PATHS = new Set(["/health", ...DASHBOARD_PATHS]);
 
 /**
  * Builds the HTTP app. It does not listen (see listen.ts), so tests can drive it

@@ -1,0 +1,80 @@
+/** The selected session's header: who it is, what it costs, how full its context is, and its controls. */
+import type { Api } from "./api.js";
+import { h, replaceChildren } from "./dom.js";
+import { compactNumber, money } from "./format.js";
+import { DEFAULT_CONTEXT_WINDOW, type SessionRow } from "./sessions-view.js";
+
+export class SessionHead {
+  readonly el = h("div", { class: "session-head" });
+  private readonly message = h("span", { class: "form-message", role: "status" });
+  private confirmClose: number | undefined;
+
+  constructor(
+    private readonly api: Api,
+    private readonly onUpdate: (row: SessionRow) => void,
+  ) {
+    this.render(null);
+  }
+
+  render(row: SessionRow | null): void {
+    if (!row) return replaceChildren(this.el, h("h1", { class: "session-title" }, "No session selected"));
+    const usage = row.token_usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    const window_ = row.context_window ?? DEFAULT_CONTEXT_WINDOW;
+    const percent = Math.min(100, (row.context_size / window_) * 100);
+    const fill = h("span", { class: `ctx-fill${percent > 80 ? " high" : ""}` });
+    fill.style.width = `${percent.toFixed(1)}%`;
+    const control = (label: string, path: string, enabled: boolean, testid?: string) =>
+      h("button", { type: "button", testid, disabled: !enabled, onclick: () => this.act(row, path) }, label);
+    const close = h("button", { type: "button", class: "danger", disabled: row.status === "closed" }, "Close");
+    close.addEventListener("click", () => {
+      // Closing kills the session's shells and sub-agents: ask once more, without a blocking confirm().
+      if (close.dataset.armed !== "true") {
+        close.dataset.armed = "true";
+        close.textContent = "Really close?";
+        window.clearTimeout(this.confirmClose);
+        this.confirmClose = window.setTimeout(() => this.render(row), 4000);
+        return;
+      }
+      void this.act(row, "close");
+    });
+    replaceChildren(
+      this.el,
+      h(
+        "div",
+        { class: "head-main" },
+        h("h1", { class: "session-title" }, row.instance_name || row.agent, h("span", { class: "row-id" }, ` ${row.id}`)),
+        h(
+          "div",
+          { class: "head-meta" },
+          h("span", { class: `badge status ${row.status}` }, row.status),
+          h("span", null, `agent ${row.agent}`),
+          h("span", null, `model ${row.model ?? "default"}`),
+          h("span", { title: `prompt ${usage.prompt_tokens.toLocaleString()} · output ${usage.completion_tokens.toLocaleString()}` }, `${compactNumber(usage.total_tokens)} tokens`),
+          h("span", null, `cost ${money(row.cost_usd)}`),
+          h("span", { class: "ctx", title: `context ${row.context_size.toLocaleString()} of ${window_.toLocaleString()} tokens` }, "context ", h("span", { class: "ctx-bar wide" }, fill), ` ${compactNumber(row.context_size)} / ${compactNumber(window_)}`),
+        ),
+      ),
+      h(
+        "div",
+        { class: "head-controls" },
+        control("Cancel", "cancel", row.status === "running", "session-cancel"),
+        control("Suspend", "suspend", row.status === "running" || row.status === "idle"),
+        control("Resume", "resume", row.status === "suspended"),
+        close,
+        this.message,
+      ),
+    );
+  }
+
+  private async act(row: SessionRow, action: string): Promise<void> {
+    this.message.textContent = "";
+    try {
+      const id = encodeURIComponent(row.id);
+      const result = action === "close" ? await this.api.del<SessionRow>(`/sessions/${id}`) : (await this.api.post<{ session: SessionRow }>(`/sessions/${id}/${action}`)).session;
+      this.onUpdate(result);
+    } catch (error) {
+      this.message.textContent = (error as Error).message;
+      this.message.className = "form-message error";
+    }
+  }
+}
