@@ -103,7 +103,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     h(
       "header",
       { class: "topbar" },
-      h("button", { type: "button", class: "only-narrow", "aria-label": "Show sessions", onclick: toggle("show-sidebar") }, "☰"),
+      h("button", { type: "button", class: "only-narrow", "aria-label": "Open the session list", onclick: toggle("show-sidebar") }, "☰"),
       h("span", { class: "brand" }, "Veil"),
       connection,
       h("span", { class: "spacer" }),

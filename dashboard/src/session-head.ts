@@ -7,7 +7,9 @@ import { DEFAULT_CONTEXT_WINDOW, type SessionRow } from "./sessions-view.js";
 export class SessionHead {
   readonly el = h("div", { class: "session-head" });
   private readonly message = h("span", { class: "form-message", role: "status" });
-  private confirmClose: number | undefined;
+  private armedFor: string | null = null;
+  private disarm: number | undefined;
+  private row: SessionRow | null = null;
 
   constructor(
     private readonly api: Api,
@@ -17,6 +19,10 @@ export class SessionHead {
   }
 
   render(row: SessionRow | null): void {
+    this.row = row;
+    // A refresh must not steal keyboard focus from a control.
+    const focused = this.el.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.action : undefined;
+    if (focused) queueMicrotask(() => this.el.querySelector<HTMLElement>(`[data-action="${focused}"]`)?.focus());
     if (!row) return replaceChildren(this.el, h("h1", { class: "session-title" }, "No session selected"));
     const usage = row.token_usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
     const window_ = row.context_window ?? DEFAULT_CONTEXT_WINDOW;
@@ -24,18 +30,20 @@ export class SessionHead {
     const fill = h("span", { class: `ctx-fill${percent > 80 ? " high" : ""}` });
     fill.style.width = `${percent.toFixed(1)}%`;
     const control = (label: string, path: string, enabled: boolean, testid?: string) =>
-      h("button", { type: "button", testid, disabled: !enabled, onclick: () => this.act(row, path) }, label);
-    const close = h("button", { type: "button", class: "danger", disabled: row.status === "closed" }, "Close");
+      h("button", { type: "button", testid, "data-action": path, disabled: !enabled, onclick: () => this.act(row, path) }, label);
+    // Closing kills the session's shells and sub-agents: ask once more, without a blocking confirm().
+    // The armed state outlives re-renders (the row refreshes on every status event).
+    const armed = this.armedFor === row.id;
+    const close = h("button", { type: "button", class: "danger", "data-action": "close", disabled: row.status === "closed" }, armed ? "Really close?" : "Close");
     close.addEventListener("click", () => {
-      // Closing kills the session's shells and sub-agents: ask once more, without a blocking confirm().
-      if (close.dataset.armed !== "true") {
-        close.dataset.armed = "true";
-        close.textContent = "Really close?";
-        window.clearTimeout(this.confirmClose);
-        this.confirmClose = window.setTimeout(() => this.render(row), 4000);
-        return;
-      }
-      void this.act(row, "close");
+      if (this.armedFor === row.id) return void this.act(row, "close");
+      this.armedFor = row.id;
+      window.clearTimeout(this.disarm);
+      this.disarm = window.setTimeout(() => {
+        this.armedFor = null;
+        this.render(this.row);
+      }, 4000);
+      this.render(row);
     });
     replaceChildren(
       this.el,

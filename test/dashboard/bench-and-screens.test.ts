@@ -103,7 +103,7 @@ describe.skipIf(!ready)("dashboard figures", { timeout: 120_000 }, () => {
       return { rendered, longest, items: log.children.length };
     });
     const events = await (await fetch(`${h.server.url}/sessions/${id}/messages`, { headers: { authorization: "Bearer dashboard-test-secret-7f3a" } })).json();
-    console.log(`[bench] chat of 2,000+ events, history loaded from ${events.length} stored messages into ${figures.items} items:: rendered in ${figures.rendered.toFixed(0)} ms from click; longest frame while scrolling ${figures.longest.toFixed(0)} ms`);
+    console.log(`[bench] chat of 2,000+ events, history loaded from ${events.length} stored messages into ${figures.items} items: rendered in ${figures.rendered.toFixed(0)} ms from click; longest frame while scrolling ${figures.longest.toFixed(0)} ms`);
     expect(figures.items).toBeGreaterThanOrEqual(500);
     await other.close();
     await page.close();

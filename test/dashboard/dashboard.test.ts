@@ -215,6 +215,56 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     await page.close();
   });
 
+  it("side panel: todos live, wake-up set and cancelled, memory edited through PUT", async () => {
+    const page = await h.signedIn();
+    const id = await newSession(page);
+    h.llm.enqueue(reply().tool("todo_write", { todos: [{ id: "1", content: "write the plan", status: "in_progress", priority: "high" }, { id: "2", content: "ship it", status: "pending", priority: "low" }] }).stop());
+    h.llm.enqueue(reply().text("Planned.").stop());
+    await send(page, "plan");
+    await poll(() => page.getByTestId("todo-list").locator(".todo").allTextContents()).toEqual(["◐write the planhigh", "○ship itlow"]);
+
+    await page.getByRole("tab", { name: "Wake-up" }).click();
+    await page.getByLabel("Delay").fill("30m");
+    await page.getByLabel("Wake-up message").fill("check the build");
+    await page.getByRole("button", { name: "Schedule" }).click();
+    await poll(() => page.locator(".wake-current").textContent()).toContain("Once, after 30m — “check the build”");
+    const armed = await (await fetch(`${h.server.url}/sessions/${id}/wakeup`, { headers: { authorization: `Bearer ${SECRET}` } })).json();
+    expect(armed.wakeup).toMatchObject({ time: "30m", message: "check the build", loop: false });
+    await page.getByRole("button", { name: "Cancel wake-up" }).click();
+    await poll(() => page.locator(".wake-current").textContent()).toBe("No wake-up scheduled.");
+    expect((await (await fetch(`${h.server.url}/sessions/${id}/wakeup`, { headers: { authorization: `Bearer ${SECRET}` } })).json()).wakeup).toBeNull();
+
+    await page.getByRole("tab", { name: "Memory" }).click();
+    await poll(() => page.locator(".memory .form-message").textContent()).toMatch(/does not exist yet/);
+    await page.getByLabel("Memory file content").fill("# Notes\nprefers tabs\n");
+    await page.getByRole("button", { name: "Save" }).click();
+    await poll(() => page.locator(".memory .form-message").textContent()).toMatch(/Saved/);
+    const saved = await fetch(`${h.server.url}/agents/default/memory/MEMORY.md`, { headers: { authorization: `Bearer ${SECRET}` } });
+    expect(await saved.text()).toBe("# Notes\nprefers tabs\n");
+    await page.close();
+  });
+
+  it("suspends, resumes and closes a session; the status filter shows closed ones on request", async () => {
+    const page = await h.signedIn();
+    const id = await newSession(page);
+    const item = page.locator(`[data-testid=session-item][data-session-id="${id}"]`);
+    await page.getByRole("button", { name: "Suspend" }).click();
+    await poll(() => item.getAttribute("data-status")).toBe("suspended");
+    expect(await page.getByTestId("chat-input").isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await poll(() => item.getAttribute("data-status")).toBe("idle");
+    expect(await page.getByTestId("chat-input").isDisabled()).toBe(false);
+    await page.getByRole("button", { name: "Close" }).click();
+    await page.getByRole("button", { name: "Really close?" }).click();
+    await poll(() => item.count()).toBe(0);
+    await page.getByLabel("Show sessions").selectOption("closed");
+    await poll(() => item.getAttribute("data-status")).toBe("closed");
+    expect(await page.locator("[data-testid=session-item]:not([data-status=closed])").count()).toBe(0);
+    await page.getByLabel("Show sessions").selectOption("all");
+    await poll(() => item.count()).toBe(1);
+    await page.close();
+  });
+
   it("reconnects by itself after a server restart and shows the history", async () => {
     const page = await h.signedIn();
     const id = await newSession(page);
