@@ -13,7 +13,7 @@ export function themeToggle(): HTMLButtonElement {
   const button = h("button", { type: "button", class: "theme-toggle" });
   const label = () => {
     const next = current() === "dark" ? "light" : "dark";
-    button.textContent = next === "dark" ? "☾ Dark" : "☀ Light";
+    button.replaceChildren(next === "dark" ? "☾" : "☀", h("span", { class: "wide-only" }, next === "dark" ? " Dark" : " Light"));
     button.setAttribute("aria-label", `Switch to ${next} theme`);
   };
   button.addEventListener("click", () => {
