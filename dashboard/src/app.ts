@@ -9,6 +9,9 @@ import { SessionsView, type SessionRow, type StatusFilter } from "./sessions-vie
 import { LiveStream, type StreamState } from "./stream.js";
 import { themeToggle } from "./theme.js";
 
+/** A tab hidden this long closes its streams (and reopens them, catching up, when shown again). */
+const HIDDEN_PAUSE_MS = 60_000;
+
 export interface AppHandle {
   stop(): void;
 }
@@ -17,21 +20,18 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   const chat = new ChatView(api);
   const panels = new Panels(api);
   const dialogs = new RemoteDialogs(api);
-  let selected: SessionRow | null = null;
 
   const head = new SessionHead(api, (row) => sessions.put(row));
   const sessions = new SessionsView(
     api,
     (row) => select(row),
     (row) => {
-      selected = row;
       head.render(row);
       chat.setWritable(row.status !== "closed" && row.status !== "suspended");
     },
   );
 
   const select = (row: SessionRow) => {
-    selected = row;
     sessions.select(row.id);
     head.render(row);
     document.body.classList.remove("show-sidebar");
@@ -66,7 +66,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   const showState = (name: string, state: StreamState) => {
     states[name] = state;
     const all = Object.values(states);
-    const shown = all.every((s) => s === "live") ? "live" : all.includes("reconnecting") ? "reconnecting" : "connecting";
+    const shown = all.every((s) => s === "live") ? "live" : all.includes("reconnecting") ? "reconnecting" : all.includes("paused") ? "paused" : "connecting";
     connection.textContent = shown;
     connection.className = `conn ${shown}`;
   };
@@ -122,6 +122,20 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   );
 
   document.addEventListener("keydown", onKey);
+  let pauseTimer: number | undefined;
+  const onVisibility = () => {
+    window.clearTimeout(pauseTimer);
+    if (document.hidden) {
+      pauseTimer = window.setTimeout(() => {
+        events.pause();
+        methods.pause();
+      }, HIDDEN_PAUSE_MS);
+    } else {
+      events.resume();
+      methods.resume();
+    }
+  };
+  document.addEventListener("visibilitychange", onVisibility);
   function onKey(event: KeyboardEvent) {
     const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement || event.target instanceof HTMLSelectElement;
     if (event.key === "/" && !typing) {
@@ -148,7 +162,8 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
       methods.stop();
       dialogs.clear();
       document.removeEventListener("keydown", onKey);
-      void selected;
+      document.removeEventListener("visibilitychange", onVisibility);
+      window.clearTimeout(pauseTimer);
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import { ApiError, type Api } from "./api.js";
 
-export type StreamState = "connecting" | "live" | "reconnecting";
+export type StreamState = "connecting" | "live" | "reconnecting" | "paused";
 
 export interface StreamOptions {
   api: Api;
@@ -51,6 +51,22 @@ export class LiveStream {
     window.removeEventListener("online", this.retryNow);
     this.source?.close();
     this.source = null;
+  }
+
+  /**
+   * Lets go of the connection (a background tab): browsers allow six connections per
+   * host over HTTP/1.1, and every open stream holds one. resume() picks up after the
+   * last event id, like a reconnect.
+   */
+  pause(): void {
+    if (this.stopped) return;
+    this.stop();
+    this.options.onState("paused");
+  }
+
+  resume(): void {
+    if (!this.stopped) return;
+    this.start();
   }
 
   private readonly retryNow = () => {

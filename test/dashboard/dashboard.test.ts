@@ -294,6 +294,33 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     await page.close();
   });
 
+  it("a tab hidden for a minute lets go of its streams and catches up when shown again", async () => {
+    const page = await h.context.newPage();
+    await page.clock.install();
+    await page.goto(`${h.server.url}/`);
+    await signIn(page);
+    const id = await newSession(page);
+    const setHidden = (hidden: boolean) =>
+      page.evaluate((value) => {
+        Object.defineProperty(document, "hidden", { value, configurable: true });
+        document.dispatchEvent(new Event("visibilitychange"));
+      }, hidden);
+    await setHidden(true);
+    await page.clock.fastForward(61_000);
+    await poll(() => page.getByTestId("connection-status").textContent()).toBe("paused");
+
+    // Meanwhile another client chats with the session.
+    h.llm.enqueue(reply().text("Answered while you were away.").stop());
+    const answer = await fetch(`${h.server.url}/sessions/${id}/chat`, { method: "POST", headers: { authorization: `Bearer ${SECRET}`, "content-type": "application/json" }, body: JSON.stringify({ message: "from the API" }) });
+    expect(answer.status).toBe(200);
+    expect(await page.locator("[data-testid=message]").count()).toBe(0);
+
+    await setHidden(false);
+    await poll(() => page.getByTestId("connection-status").textContent()).toBe("live");
+    await poll(() => page.locator("[data-testid=message]").allTextContents()).toEqual(["from the API", "Answered while you were away."]);
+    await page.close();
+  });
+
   it("a secret that stops working sends the page back to the login form", async () => {
     const page = await h.context.newPage();
     await page.goto(`${h.server.url}/`);
