@@ -3,7 +3,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { reply } from "../helpers/fake-llm.js";
-import { CHROMIUM, closePages, customTool, MAIN, poll, SECRET, signIn, startHarness, type Harness } from "./harness.js";
+import { CHROMIUM, closePages, customTool, errorsOf, MAIN, poll, SECRET, signIn, startHarness, type Harness } from "./harness.js";
 
 const ready = existsSync(MAIN) && existsSync(CHROMIUM);
 const askerAgent = {
@@ -94,6 +94,7 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     expect(page.url()).not.toContain(SECRET);
     expect(urls.filter((url) => url.includes(SECRET))).toEqual([]);
     expect(urls.some((url) => /\/events\?token=/.test(url))).toBe(true);
+    expect(errorsOf(page)).toEqual([]);
     await page.close();
   });
 
@@ -140,6 +141,7 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     expect(await page.locator("a[href^='javascript:' i]").count()).toBe(0);
     expect(await message.locator("a").getAttribute("href")).toBe("https://example.com/a");
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(errorsOf(page)).toEqual([]);
     await page.close();
   });
 
@@ -177,6 +179,7 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     await confirmIn(first).waitFor({ state: "detached" });
     await poll(() => first.locator("[data-testid=tool-call][data-tool-name=confirm_it]").getByTestId("tool-output").textContent()).toBe("Confirmed: true");
     await poll(() => assistant(first).last().textContent()).toBe("Deploying.");
+    expect([...errorsOf(first), ...errorsOf(second)]).toEqual([]);
     await first.close();
     await second.close();
   });
@@ -318,6 +321,28 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     await setHidden(false);
     await poll(() => page.getByTestId("connection-status").textContent()).toBe("live");
     await poll(() => page.locator("[data-testid=message]").allTextContents()).toEqual(["from the API", "Answered while you were away."]);
+    await page.close();
+  });
+
+  it("works from the keyboard: sign in with Enter, create with Enter, type and send with Enter, arrows in the list", async () => {
+    const page = await h.context.newPage();
+    await page.goto(`${h.server.url}/`);
+    await page.getByTestId("login-secret").focus();
+    await page.keyboard.type(SECRET);
+    await page.keyboard.press("Enter");
+    await poll(() => page.getByTestId("connection-status").textContent()).toBe("live");
+    await page.getByTestId("new-session").focus();
+    await page.keyboard.press("Enter");
+    await poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("chat-input");
+    h.llm.enqueue(reply().text("Typed, not clicked.").stop());
+    await page.keyboard.type("hello from the keyboard");
+    await page.keyboard.press("Enter");
+    await poll(() => assistant(page).last().textContent()).toBe("Typed, not clicked.");
+    await page.locator(".session-row").first().focus();
+    await page.keyboard.press("ArrowDown");
+    expect(await page.evaluate(() => document.activeElement?.closest("[data-testid=session-item]") !== null)).toBe(true);
+    await page.keyboard.press("Home");
+    expect(await page.evaluate(() => document.activeElement === document.querySelector(".session-row"))).toBe(true);
     await page.close();
   });
 

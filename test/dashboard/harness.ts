@@ -72,6 +72,7 @@ export async function startHarness(files: Record<string, string> = {}): Promise<
     },
     async signedIn() {
       const page = await context.newPage();
+      watchErrors(page);
       await page.goto(`${server.url}/`);
       await signIn(page);
       return page;
@@ -141,4 +142,20 @@ export function poll<T>(fn: () => Promise<T> | T, options: { timeout?: number } 
 
 export async function closePages(h: Harness | undefined): Promise<void> {
   for (const page of h?.context.pages() ?? []) await page.close().catch(() => undefined);
+}
+
+const pageErrors = new WeakMap<Page, string[]>();
+
+/** Collects uncaught exceptions and console errors (CSP violations land there), minus failed fetches the page handles itself. */
+export function watchErrors(page: Page): void {
+  const errors: string[] = [];
+  pageErrors.set(page, errors);
+  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !/Failed to load resource/.test(message.text())) errors.push(`console: ${message.text()}`);
+  });
+}
+
+export function errorsOf(page: Page): string[] {
+  return pageErrors.get(page) ?? [];
 }
