@@ -110,8 +110,8 @@ export class Timeline {
       case "tool.progress": {
         const tool = this.tools.get(String(event.toolCallId ?? event.toolUseId));
         if (!tool || tool.ended) return;
-        // Seconds or milliseconds depending on the engine version: 5 s is the first report either way.
-        tool.elapsedMs = Number(event.elapsed) >= 1000 ? Number(event.elapsed) : Number(event.elapsed) * 1000;
+        // CONTRACT §10: seconds.
+        tool.elapsedMs = Number(event.elapsed) * 1000;
         return this.touch(tool);
       }
       case "tool.end": {

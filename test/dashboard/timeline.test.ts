@@ -70,6 +70,9 @@ describe("dashboard timeline (events → chat items)", () => {
     const timeline = new Timeline();
     seq = 0;
     timeline.apply(ev("tool.start", { toolName: "bash", toolCallId: "c9", toolInput: { command: "sleep 60" } }));
+    timeline.apply(ev("tool.progress", { toolName: "bash", toolCallId: "c9", toolUseId: "c9", elapsed: 6 }));
+    const running = timeline.items[0]!;
+    expect(running.kind === "tool" && running.elapsedMs).toBe(6000);
     timeline.apply(ev("chat.done", { stopReason: "cancelled", finishReason: "cancelled" }));
     timeline.apply(ev("chat.done", { stopReason: "error", error: { code: "LLM_ERROR", message: "fake: 500" } }));
     expect(shape(timeline.items)).toEqual(['tool bash error "(interrupted)"', "notice Run cancelled", "notice LLM_ERROR: fake: 500"]);
