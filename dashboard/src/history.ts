@@ -8,7 +8,7 @@ import { errorOf, type Api } from "./api.js";
 import type { ServerEvent } from "./stream.js";
 import type { MessageRow, Timeline } from "./timeline.js";
 
-export const HISTORY_PAGE = 500;
+export const HISTORY_PAGE = 2000;
 
 export type HistoryMode = "events" | "messages";
 

@@ -283,6 +283,11 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     await poll(() => page.getByTestId("connection-status").textContent(), { timeout: 20_000 }).toBe("live");
     await poll(() => page.locator("[data-testid=message]").allTextContents()).toEqual(["first message", "Before the restart."]);
     expect(await page.locator("[data-testid=session-item].selected").getAttribute("data-session-id")).toBe(id);
+    // History comes from the durable event log: the first page from 0, the catch-up after the last seq seen.
+    const pages = urls.filter((url) => url.includes(`/sessions/${id}/events?`) && url.includes("follow=false")).map((url) => Number(new URL(url).searchParams.get("after")));
+    expect(pages[0]).toBe(0);
+    expect(pages.at(-1)).toBeGreaterThan(0);
+    expect(urls.filter((url) => url.includes(`/sessions/${id}/messages`))).toEqual([]);
 
     // Live again: a new turn streams in without a reload.
     h.llm.enqueue(reply().text("After the restart.").stop());
