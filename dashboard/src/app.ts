@@ -18,10 +18,10 @@ export interface AppHandle {
 const writable = (row: SessionRow) => row.status !== "closed" && row.status !== "suspended";
 
 export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppHandle {
-  const chat = new ChatView(api);
+  const head = new SessionHead(api, (row) => sessions.put(row));
+  const chat = new ChatView(api, (sessionId, usd) => head.setChatCost(sessionId, usd));
   const panels = new Panels(api);
   const dialogs = new RemoteDialogs(api);
-  const head = new SessionHead(api, (row) => sessions.put(row));
   const select = (row: SessionRow) => {
     sessions.select(row.id);
     head.render(row);

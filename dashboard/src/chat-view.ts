@@ -28,7 +28,13 @@ export class ChatView {
   private readonly pending: string[] = [];
   private readonly flush = perFrame(() => this.render());
 
-  constructor(private readonly api: Api) {
+  private reportedCost: number | undefined;
+
+  /** `onCost` hears the session's spend summed from its runs' chat.done events, when they carry one. */
+  constructor(
+    private readonly api: Api,
+    private readonly onCost: (sessionId: string, usd: number) => void = () => {},
+  ) {
     this.log = h("div", { class: "chat-log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
     this.input = h("textarea", { testid: "chat-input", class: "chat-input", rows: 2, placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)", "aria-label": "Message", disabled: true });
     this.sendButton = h("button", { testid: "chat-send", type: "submit", class: "primary", disabled: true }, "Send");
@@ -92,6 +98,7 @@ export class ChatView {
 
   private async reload(): Promise<void> {
     this.timeline = new Timeline();
+    this.reportedCost = undefined;
     this.elements.clear();
     replaceChildren(this.log, h("div", { class: "empty" }, "Loading…"));
     await this.catchUp(true);
@@ -146,6 +153,11 @@ export class ChatView {
   }
 
   private render(forceBottom = false): void {
+    const cost = this.timeline.costUsd;
+    if (cost !== undefined && cost !== this.reportedCost && this.sessionId) {
+      this.reportedCost = cost;
+      this.onCost(this.sessionId, cost);
+    }
     const nearBottom = forceBottom || this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
     const { changed, removed } = this.timeline.takeChanges();
     for (const item of removed) {

@@ -10,12 +10,19 @@ export class SessionHead {
   private armedFor: string | null = null;
   private disarm: number | undefined;
   private row: SessionRow | null = null;
+  /** Spend summed from the open chat's chat.done events, for servers whose rows carry no cost_usd. */
+  private chatCost: { sessionId: string; usd: number } | null = null;
 
   constructor(
     private readonly api: Api,
     private readonly onUpdate: (row: SessionRow) => void,
   ) {
     this.render(null);
+  }
+
+  setChatCost(sessionId: string, usd: number): void {
+    this.chatCost = { sessionId, usd };
+    if (this.row?.id === sessionId) this.render(this.row);
   }
 
   render(row: SessionRow | null): void {
@@ -58,7 +65,7 @@ export class SessionHead {
           h("span", null, `agent ${row.agent}`),
           h("span", null, `model ${row.model ?? "default"}`),
           h("span", { title: `prompt ${usage.prompt_tokens.toLocaleString()} · output ${usage.completion_tokens.toLocaleString()}` }, `${compactNumber(usage.total_tokens)} tokens`),
-          h("span", null, `cost ${money(row.cost_usd)}`),
+          h("span", { class: "cost" }, `cost ${money(row.cost_usd ?? (this.chatCost?.sessionId === row.id ? this.chatCost.usd : undefined))}`),
           h("span", { class: "ctx", title: `context ${row.context_size.toLocaleString()} of ${window_.toLocaleString()} tokens` }, "context ", h("span", { class: "ctx-bar wide" }, fill), ` ${compactNumber(row.context_size)} / ${compactNumber(window_)}`),
         ),
       ),

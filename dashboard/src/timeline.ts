@@ -72,11 +72,14 @@ export class Timeline {
   private readonly messages = new Map<string, MessageItem>();
   private readonly tools = new Map<string, ToolItem>();
   private readonly notices = new Set<string>();
+  private readonly doneRuns = new Set<string>();
   private streaming: MessageItem | null = null;
   /** Text streamed before a tool call: the assistant chat.message that follows is this bubble, not a new one. */
   private unclaimed: MessageItem | null = null;
   /** Highest per-session seq applied (event-log mode dedupes on it). */
   lastSeq = 0;
+  /** Sum of the runs' `cost_usd` seen in chat.done events (undefined until one carries it). */
+  costUsd: number | undefined;
 
   takeChanges(): { changed: Item[]; removed: Item[] } {
     const out = { changed: [...this.changed], removed: this.removed };
@@ -204,6 +207,11 @@ export class Timeline {
   }
 
   private done(event: ServerEvent): void {
+    const key = `done-${event.seq ?? event.messageId ?? this.items.length}`;
+    // A replayed chat.done must not count its cost twice.
+    if (this.doneRuns.has(key)) return;
+    this.doneRuns.add(key);
+    if (typeof event.cost_usd === "number") this.costUsd = (this.costUsd ?? 0) + event.cost_usd;
     this.finishStreaming();
     for (const tool of this.tools.values()) {
       if (tool.ended) continue;
@@ -212,7 +220,6 @@ export class Timeline {
       if (!tool.output) tool.output = "(interrupted)";
       this.touch(tool);
     }
-    const key = `done-${event.seq ?? event.messageId ?? this.items.length}`;
     const error = event.error as { code?: string; message?: string } | undefined;
     const stop = String(event.stopReason ?? event.finishReason ?? "");
     if (error) this.notice(key, "error", `${error.code ?? "ERROR"}: ${error.message ?? "the run failed"}`);

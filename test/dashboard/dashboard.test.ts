@@ -7,6 +7,7 @@ import { CHROMIUM, closePages, customTool, errorsOf, MAIN, poll, SECRET, signIn,
 
 const ready = existsSync(MAIN) && existsSync(CHROMIUM);
 const askerAgent = {
+  ".veil/models.json": JSON.stringify({ "fake/fake-model": { cost: { input: 2, output: 4 } } }),
   ".veil/agents/asker/agent.json": JSON.stringify({ name: "asker", description: "asks the user", modes: { chat: { enabled: true, preActivatedTools: ["ask_user", "confirm_it", "big_output"] } } }),
   ...customTool("ask_user", "Ask the user a question in the UI.", { question: { type: "string" } }, "return 'User answered: ' + JSON.stringify(await input._remoteMethodExecution({ method: 'ask_user', data: { question: input.question }, timeoutMs: 30000 }));"),
   ...customTool("confirm_it", "Ask the user to confirm.", { message: { type: "string" } }, "return 'Confirmed: ' + JSON.stringify(await input._remoteMethodExecution({ method: 'confirm', data: { message: input.message }, timeoutMs: 30000 }));"),
@@ -72,7 +73,7 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     const id = await newSession(page);
     await poll(() => page.locator(`[data-testid=session-item][data-session-id="${id}"]`).getAttribute("data-status")).toBe("idle");
     const middle = gate();
-    h.llm.enqueue(reply().thinking("Let me greet.").text("Hello ").text("from **Veil**").waitFor(middle.promise).text(", done.").stop());
+    h.llm.enqueue(reply().thinking("Let me greet.").text("Hello ").text("from **Veil**").waitFor(middle.promise).text(", done.").usage({ prompt_tokens: 1000, completion_tokens: 500 }).stop());
     await send(page, "say hello");
     await poll(() => page.locator("[data-testid=message][data-role=user]").last().textContent()).toBe("say hello");
     // The reply is held mid-stream: the text is on the page although chat.done has not been sent.
@@ -82,6 +83,12 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     middle.open();
     await poll(() => assistant(page).last().textContent()).toContain("Hello from Veil, done.");
     await poll(() => page.locator(`[data-testid=session-item][data-session-id="${id}"]`).getAttribute("data-status")).toBe("idle");
+    // The header shows what the runs' chat.done events report (1000 prompt tokens at $2 and 500 output
+    // tokens at $4 per million make $0.004 once the runtime prices runs; until then the server says 0).
+    const log = (await (await fetch(`${h.server.url}/sessions/${id}/events?after=0&follow=false`, { headers: { authorization: `Bearer ${SECRET}` } })).json()) as { type: string; cost_usd?: number }[];
+    const spent = log.filter((e) => e.type === "chat.done" && typeof e.cost_usd === "number").map((e) => e.cost_usd!);
+    const expected = spent.length === 0 ? "cost –" : `cost $${(() => { const usd = spent.reduce((a, b) => a + b, 0); return usd < 0.01 && usd > 0 ? usd.toFixed(4) : usd.toFixed(2); })()}`;
+    await poll(() => page.locator(".session-head .cost").textContent()).toBe(expected);
     const thinking = assistant(page).last().getByTestId("thinking");
     expect(await thinking.locator("summary").textContent()).toBe("Thinking");
     await thinking.locator("summary").click();

@@ -96,7 +96,8 @@ export async function signIn(page: Page, secret = SECRET): Promise<void> {
 
 /** Spawns `veil serve` and resolves once it printed its `listening on` line. */
 export function startVeil(workspace: string, port: number): Promise<VeilServer> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), VEIL_HOME: join(workspace, "home") };
+  // HOME too: the session shell is `bash -i`, and a developer's ~/.bashrc (pyenv init…) can take seconds to run.
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), VEIL_HOME: join(workspace, "home"), HOME: join(workspace, "home") };
   for (const key of ["VEIL_SECRET", "VEIL_BASE_URL", "VEIL_API_KEY", "VEIL_MODEL", "VEIL_DATABASE_URL"]) delete env[key];
   const child: ChildProcess = spawn(process.execPath, [MAIN, "serve", "--workspace", workspace, "--port", String(port), "--secret", SECRET], { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
