@@ -6,12 +6,13 @@ import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { corsPolicy } from "./cors.js";
 import { apiError, errorResponse } from "./errors.js";
 import { agentRoutes } from "./routes/agents.js";
+import { DASHBOARD_PATHS } from "./routes/dashboard.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { eventRoutes } from "./routes/events.js";
 import { extraRouteModules } from "./routes/index.js";
 
-/** Paths reachable without the bearer secret. */
-const PUBLIC_PATHS = new Set(["/health"]);
+/** Paths reachable without the bearer secret: health and the dashboard's static files. */
+const PUBLIC_PATHS = new Set(["/health", ...DASHBOARD_PATHS]);
 
 /**
  * Builds the HTTP app. It does not listen (see listen.ts), so tests can drive it

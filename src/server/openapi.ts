@@ -83,6 +83,10 @@ const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq
 const DOCS: Record<string, Doc> = {
   "GET /health": { summary: "liveness and version", tag: "server", public: true, response: Type.Object({ ok: Type.Boolean(), version: Type.String() }) },
   "GET /openapi.json": { summary: "this document", tag: "server", response: AnyObject },
+  "GET /": { summary: "the web dashboard (HTML; asks for the secret, then uses this API)", tag: "dashboard", public: true },
+  "GET /dashboard/app.js": { summary: "dashboard script", tag: "dashboard", public: true },
+  "GET /dashboard/app.css": { summary: "dashboard styles", tag: "dashboard", public: true },
+  "GET /dashboard/favicon.svg": { summary: "dashboard icon", tag: "dashboard", public: true },
   "GET /events": { summary: "live events of every session (SSE; id is the global gseq)", tag: "events", sse: true, streamToken: true, query: { session: "only this session's events", ...SESSION_EVENTS_QUERY } },
   "GET /agents": { summary: "agents visible in the workspace", tag: "agents", response: ListOf(AnyObject) },
   "GET /agents/:name": { summary: "one agent", tag: "agents", response: AnyObject },

@@ -56,7 +56,7 @@ describe.skipIf(!veilBuilt)("install from a clone (npm pack + npm install -g, of
     expect(paths).toContain("dist/src/client/index.js");
     expect(paths).toContain("dist/src/client/index.d.ts");
     expect(paths).toContain("README.md");
-    for (const path of paths) expect(path, path).toMatch(/^(dist\/src\/|README\.md$|package\.json$|LICENSE$)/);
+    for (const path of paths) expect(path, path).toMatch(/^(dist\/src\/|dist\/dashboard\/|README\.md$|package\.json$|LICENSE$)/);
     expect(pack.files.find((f) => f.path === "dist/src/main.js")!.mode & 0o111).not.toBe(0);
   });
 

@@ -1,0 +1,119 @@
+/** The signed-in dashboard: session tree, chat, side panel, remote dialogs, and the two live streams. */
+import type { Api } from "./api.js";
+import { ChatView } from "./chat-view.js";
+import { ConnectionIndicator, pauseWhileHidden } from "./connection.js";
+import { h } from "./dom.js";
+import { Panels } from "./panels.js";
+import { RemoteDialogs } from "./remote-dialogs.js";
+import { SessionHead } from "./session-head.js";
+import { SessionsView, type SessionRow } from "./sessions-view.js";
+import { sidebarControls } from "./sidebar-controls.js";
+import { LiveStream } from "./stream.js";
+import { themeToggle } from "./theme.js";
+
+export interface AppHandle {
+  stop(): void;
+}
+
+const writable = (row: SessionRow) => row.status !== "closed" && row.status !== "suspended";
+
+export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppHandle {
+  const head = new SessionHead(api, (row) => sessions.put(row));
+  const chat = new ChatView(api, (sessionId, usd) => head.setChatCost(sessionId, usd));
+  const panels = new Panels(api);
+  const dialogs = new RemoteDialogs(api);
+  const select = (row: SessionRow) => {
+    sessions.select(row.id);
+    head.render(row);
+    document.body.classList.remove("show-sidebar");
+    void chat.open(row.id, writable(row));
+    void panels.open(row);
+  };
+  const sessions = new SessionsView(api, select, (row) => {
+    head.render(row);
+    chat.setWritable(writable(row));
+  });
+
+  const connection = new ConnectionIndicator(["events", "methods"]);
+  const events = new LiveStream({
+    api,
+    path: "/events",
+    onState: (state) => connection.set("events", state),
+    onEvent: (event) => {
+      // Dialogs come from the remote-methods stream, which also replays pending ones on connect.
+      if (event.type === "method.pending" || event.type === "method.done") return;
+      sessions.onEvent(event);
+      chat.onEvent(event);
+      panels.onEvent(event);
+    },
+    onOpen: (resumed) => {
+      if (!resumed) return;
+      void sessions.refresh().catch(() => undefined);
+      void chat.resync();
+      void panels.refresh();
+    },
+  });
+  const methods = new LiveStream({
+    api,
+    path: "/remote-methods",
+    onState: (state) => connection.set("methods", state),
+    onEvent: (event) => dialogs.onEvent(event),
+    onOpen: (resumed) => {
+      if (resumed) void dialogs.reconcile().catch(() => undefined);
+    },
+  });
+
+  const controls = sidebarControls(
+    api,
+    (row) => {
+      sessions.put(row);
+      select(row);
+    },
+    (filter) => sessions.setFilter(filter),
+  );
+  root.replaceChildren(
+    topbar(connection.el, signOut),
+    h("div", { class: "layout" }, h("nav", { class: "sidebar", "aria-label": "Sessions" }, controls, sessions.el), h("main", { class: "main" }, head.el, chat.el), panels.el),
+    dialogs.el,
+  );
+
+  const onKey = (event: KeyboardEvent) => {
+    const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement || event.target instanceof HTMLSelectElement;
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      root.querySelector<HTMLTextAreaElement>("[data-testid=chat-input]")?.focus();
+    } else if (event.key === "Escape") {
+      document.body.classList.remove("show-sidebar", "show-panels");
+    }
+  };
+  document.addEventListener("keydown", onKey);
+  const unhookVisibility = pauseWhileHidden([events, methods]);
+
+  void sessions.refresh().catch(() => undefined);
+  events.start();
+  methods.start();
+  return {
+    stop() {
+      events.stop();
+      methods.stop();
+      dialogs.clear();
+      unhookVisibility();
+      document.removeEventListener("keydown", onKey);
+    },
+  };
+}
+
+function topbar(connection: HTMLElement, signOut: () => void): HTMLElement {
+  const toggle = (cls: string) => () => document.body.classList.toggle(cls);
+  return h(
+    "header",
+    { class: "topbar" },
+    h("button", { type: "button", class: "only-narrow", "aria-label": "Open the session list", onclick: toggle("show-sidebar") }, "☰"),
+    h("span", { class: "brand" }, "Veil"),
+    connection,
+    h("span", { class: "spacer" }),
+    h("button", { type: "button", class: "only-narrow", onclick: toggle("show-panels") }, "Details"),
+    themeToggle(),
+    h("button", { type: "button", onclick: signOut }, "Sign out"),
+  );
+}
