@@ -34,6 +34,18 @@ const ProviderSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const ClaudeCliSchema = Type.Object(
+  {
+    baseUrl: Type.Optional(Type.String({ pattern: "^https?://", description: "ANTHROPIC_BASE_URL for the Claude Agent SDK." })),
+    apiKey: Type.Optional(Type.String()),
+    apiKeyEnv: Type.Optional(Type.String({ description: "Environment variable holding the Anthropic key." })),
+    redirectBasicTools: Type.Optional(Type.Boolean({ description: "Keep only native Read; Veil's tools do the rest (default true)." })),
+    nativeTools: Type.Optional(Type.Array(Type.String(), { description: "Native Claude Code tools to keep (known-safe set only)." })),
+    executable: Type.Optional(Type.String({ description: "Path to the claude binary." })),
+  },
+  { additionalProperties: false },
+);
+
 export const SettingsFileSchema = Type.Object(
   {
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
@@ -60,6 +72,7 @@ export const SettingsFileSchema = Type.Object(
       }),
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
+    claudeCli: Type.Optional(ClaudeCliSchema),
   },
   { additionalProperties: true },
 );

@@ -39,6 +39,22 @@ export interface RetrySettings {
   maxDelayMs: number;
 }
 
+/** settings.claudeCli: the claude-cli engine (`cc/…` model keys, CONTRACT §12). */
+export interface ClaudeCliSettings {
+  /** Becomes the SDK's ANTHROPIC_BASE_URL. default: the SDK's own (Anthropic's API) */
+  baseUrl?: string;
+  /** Literal key; prefer apiKeyEnv. default: ANTHROPIC_API_KEY from the environment */
+  apiKey?: string;
+  /** Name of the environment variable holding the key. */
+  apiKeyEnv?: string;
+  /** Keep only native `Read`; Veil's own tools (over MCP) do the rest. default: true */
+  redirectBasicTools?: boolean;
+  /** Native Claude Code tools to keep; only a fixed known-safe set is honoured. default: ["Read"] */
+  nativeTools?: string[];
+  /** Path to the `claude` binary. default: the one bundled with the SDK */
+  executable?: string;
+}
+
 export interface Settings {
   providers: Record<string, ProviderConfig>;
   defaultProvider?: string;
@@ -72,6 +88,7 @@ export interface Settings {
     /** Shortest interval for a looping wake-up, seconds. default: 10 */
     minLoopSeconds: number;
   };
+  claudeCli?: ClaudeCliSettings;
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
 }

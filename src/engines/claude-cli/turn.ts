@@ -1,0 +1,370 @@
+import type { Options, Query, SDKMessage, SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelInfo, Settings } from "../../config/types.js";
+import { errorMessage, isVeilError } from "../../errors.js";
+import type { ToolCallRequest } from "../../llm/types.js";
+import { ZERO_USAGE, type TokenUsage } from "../../base/usage.js";
+import { addUsage, budgetStop } from "../../core/stop-conditions.js";
+import { AsyncQueue, PromptChannel, deferred } from "./channels.js";
+import { MessageAssembler, type StreamEvent } from "./message-assembler.js";
+import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
+import { historyPrelude, newUserMessages, toSdkUserMessage } from "./prompt.js";
+import { StderrTail, type ClaudeProcesses } from "./processes.js";
+import { childEnv, resolveApiKey, thinkingFor } from "./sdk-options.js";
+import type { RunEvent, RunIO, RunRequest, StopReason } from "./seam.js";
+import { MCP_PREFIX, MCP_SERVER_NAME, planTools, veilToolName, type ToolPlan } from "./tool-plan.js";
+import { toMcpResult } from "./tool-result.js";
+import type { ClaudeSdk } from "./sdk-loader.js";
+
+/** tool.progress cadence for native tools (CONTRACT §10: at least every 5 s). */
+const PROGRESS_INTERVAL_MS = 5000;
+/** How long a finished run waits for the child to exit on its own before it is ended. */
+const EXIT_WAIT_MS = 3000;
+
+export interface TurnDeps {
+  sdk: ClaudeSdk;
+  settings: Settings;
+  env: Record<string, string | undefined>;
+  workspace: string;
+  model: ModelInfo;
+  processes: ClaudeProcesses;
+}
+
+type Item = { event: RunEvent; onConsumed?: () => void };
+type NativeCall = { call: ToolCallRequest; input: unknown; startedAt: number; stopProgress: () => void };
+
+/**
+ * One run of a `cc/…` session through the Claude Agent SDK, as run events. The SDK
+ * drives the agent loop; Veil's tools answer through the `veil` MCP server and Veil's
+ * tool-call state machine (`io.executeTool`); budgets, cancel and stop requests are
+ * checked at each model-call boundary and interrupt the SDK.
+ */
+export class ClaudeTurn {
+  private readonly out = new AsyncQueue<Item>();
+  private readonly prompt = new PromptChannel<SDKUserMessage>();
+  private readonly assembler = new MessageAssembler();
+  private readonly stderr = new StderrTail();
+  private readonly consumedCalls = new Map<string, ReturnType<typeof deferred>>();
+  private readonly nativeCalls = new Map<string, NativeCall>();
+  private readonly startedAt: number;
+  private query: Query | null = null;
+  private pumped: Promise<void> = Promise.resolve();
+  private readonly children: number[] = [];
+  private plan!: ToolPlan;
+  private usage: TokenUsage = { ...ZERO_USAGE };
+  private iterations = 0;
+  private lastFinish = "stop";
+  private inFlightTools = 0;
+  private ended = false;
+  private sdkSessionId: string | null;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly request: RunRequest,
+    private readonly io: RunIO,
+    private readonly deps: TurnDeps,
+  ) {
+    this.startedAt = io.clock.monotonic();
+    const stored = request.engineState?.sdkSessionId;
+    this.sdkSessionId = typeof stored === "string" ? stored : null;
+  }
+
+  async *events(): AsyncGenerator<RunEvent> {
+    const onAbort = () => this.stop("cancelled");
+    this.request.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      this.start();
+      for (;;) {
+        const item = await this.out.take();
+        if (!item) return;
+        yield item.event;
+        item.onConsumed?.();
+        if (item.event.type === "run_ended") return;
+      }
+    } finally {
+      this.request.signal.removeEventListener("abort", onAbort);
+      await this.cleanup();
+    }
+  }
+
+  private start(): void {
+    if (this.request.signal.aborted) return this.end("cancelled");
+    let options: Options;
+    try {
+      options = this.options();
+    } catch (error) {
+      return this.end("error", { code: isVeilError(error) ? error.code : "CONFIG_ERROR", message: errorMessage(error) });
+    }
+    const history = this.request.history;
+    const inputs = newUserMessages(history);
+    const prelude = this.sdkSessionId ? null : historyPrelude(history);
+    if (inputs.length === 0) inputs.push({ role: "user", content: "Continue." });
+    inputs.forEach((message, index) => this.prompt.push(toSdkUserMessage(message.content, index === 0 ? prelude : null)));
+    this.query = this.deps.sdk.query({ prompt: this.prompt, options });
+    this.pumped = this.pump(this.query);
+  }
+
+  private options(): Options {
+    const { settings, env, workspace, model } = this.deps;
+    const cli = settings.claudeCli;
+    const apiKey = resolveApiKey(cli, env);
+    this.request.toolset.registerAllUpFront();
+    const preActivated = this.request.toolset.modeSettings().preActivatedTools;
+    if (preActivated.length > 0) {
+      this.io.log.info(`preActivatedTools (${preActivated.join(", ")}) has no effect on the claude-cli engine: every custom tool is registered up front`);
+    }
+    this.plan = planTools(this.request.toolset, cli, this.io.log);
+    const server = createVeilMcpServer(this.plan.wrapped, (name, args, id) => this.callTool(name, args, id));
+    const thinking = thinkingFor(this.request.reasoning);
+    return {
+      model: this.request.modelKey.replace(/^cc\//, ""),
+      cwd: workspace,
+      env: childEnv(settings, env, model, apiKey),
+      systemPrompt: this.request.systemPrompt,
+      settingSources: [],
+      strictMcpConfig: true,
+      tools: this.plan.natives,
+      disallowedTools: this.plan.sdkDisallowed,
+      mcpServers: { [MCP_SERVER_NAME]: { type: "sdk", name: MCP_SERVER_NAME, instance: server as never } },
+      canUseTool: async (name, input) => this.permission(name, input),
+      permissionMode: "default",
+      includePartialMessages: true,
+      abortController: this.abort,
+      ...(thinking ? { thinking } : {}),
+      ...(this.sdkSessionId ? { resume: this.sdkSessionId } : {}),
+      ...(cli?.executable ? { pathToClaudeCodeExecutable: cli.executable } : {}),
+      spawnClaudeCodeProcess: (spawnOptions) => this.deps.processes.spawn(spawnOptions, (line) => this.stderr.push(line), (pid) => this.children.push(pid)),
+    };
+  }
+
+  /** The SDK asks before every call not pre-approved: disallowedTools and the native allowlist decide. */
+  private permission(name: string, input: Record<string, unknown>): { behavior: "allow"; updatedInput: Record<string, unknown> } | { behavior: "deny"; message: string } {
+    const veilName = veilToolName(name);
+    const mode = this.request.toolset.modeSettings();
+    if (mode.disallowedTools.includes(veilName)) return { behavior: "deny", message: `tool "${veilName}" is in disallowedTools` };
+    const known = name.startsWith(MCP_PREFIX) ? this.plan.wrapped.some((t) => t.name === veilName) : this.plan.natives.includes(name);
+    if (!known) return { behavior: "deny", message: `tool "${name}" is not enabled for this agent` };
+    return { behavior: "allow", updatedInput: input };
+  }
+
+  /** The only reader of the SDK's messages; after the run ended it drains them so the child can exit. */
+  private async pump(query: Query): Promise<void> {
+    try {
+      for await (const message of query) {
+        if (!this.ended) await this.onMessage(message);
+      }
+      if (!this.ended) this.end(this.finalStop());
+    } catch (error) {
+      if (this.ended) return;
+      if (this.request.signal.aborted) return this.end("cancelled");
+      this.end("error", { code: "LLM_ERROR", message: this.describeFailure(errorMessage(error)) });
+    }
+  }
+
+  private async onMessage(message: SDKMessage): Promise<void> {
+    switch (message.type) {
+      case "system":
+        if (message.subtype === "init") await this.rememberSession(message.session_id);
+        else if (message.subtype === "status" && (message as { status?: string }).status === "requesting") await this.beforeModelCall();
+        return;
+      case "stream_event":
+        if (message.parent_tool_use_id === null) this.onStreamEvent(message.event as StreamEvent);
+        return;
+      case "user":
+        this.onToolResults(message.message.content);
+        return;
+      case "result":
+        return this.onResult(message);
+      default:
+        return;
+    }
+  }
+
+  private async rememberSession(id: string): Promise<void> {
+    if (id === this.sdkSessionId) return;
+    this.sdkSessionId = id;
+    await this.io.saveEngineState({ sdkSessionId: id });
+  }
+
+  private async beforeModelCall(): Promise<void> {
+    const reason = await this.boundaryStop();
+    if (reason) return this.stop(reason);
+    this.iterations++;
+  }
+
+  /** Why the run must stop before its next model call (cancel, a stop request, a budget), or null. */
+  private async boundaryStop(): Promise<StopReason | null> {
+    if (this.request.signal.aborted) return "cancelled";
+    const requested = this.io.stopRequested();
+    if (requested) return requested;
+    return budgetStop(await this.request.budget(), {
+      iterations: this.iterations,
+      startedAt: this.startedAt,
+      now: this.io.clock.monotonic(),
+      sessionUsage: addUsage(this.request.usageBefore, this.usage),
+    });
+  }
+
+  private onStreamEvent(event: StreamEvent): void {
+    for (const runEvent of this.assembler.accept(event)) this.emit(runEvent);
+    if (event.type !== "message_stop") return;
+    const { message, finishReason, usage } = this.assembler.finish();
+    this.usage = addUsage(this.usage, usage);
+    this.lastFinish = finishReason;
+    this.emit({ type: "model_usage", usage });
+    const final = message.toolCalls.length === 0 && !this.io.hasPendingInput();
+    // The CLI would ask the model to go on after max_tokens; Veil ends the run with "length" (as on openai).
+    const cut = final && finishReason === "length";
+    this.emit({ type: "assistant_message", message, finishReason, usage, final }, () => {
+      if (cut) this.stop("length");
+      for (const call of message.toolCalls) {
+        this.consumed(call.id).resolve();
+        if (!call.name.startsWith(MCP_PREFIX) && this.plan.natives.includes(call.name)) this.startNative(call);
+      }
+    });
+  }
+
+  /** Resolves once the assistant message holding this tool call has been recorded. */
+  private consumed(id: string): ReturnType<typeof deferred> {
+    let entry = this.consumedCalls.get(id);
+    if (!entry) this.consumedCalls.set(id, (entry = deferred()));
+    return entry;
+  }
+
+  private async callTool(name: string, args: Record<string, unknown>, toolUseId: string | undefined): Promise<CallToolResult> {
+    if (this.ended) return { content: [{ type: "text", text: "Error: CANCELLED — the run has ended" }], isError: true };
+    const id = toolUseId ?? `call_${name}_${this.io.clock.now()}`;
+    // The CLI calls a tool as soon as its block is complete; Veil records the assistant message first.
+    if (toolUseId) await this.consumed(toolUseId).promise;
+    this.inFlightTools++;
+    try {
+      const result = await this.io.executeTool({ id, name, arguments: JSON.stringify(args) });
+      return await toMcpResult(result, join(tmpdir(), "veil-claude-attachments", this.request.sessionId));
+    } finally {
+      this.inFlightTools--;
+      // The model's next call follows the last result: stop here rather than after it starts.
+      if (this.inFlightTools === 0 && !this.ended) {
+        const reason = await this.boundaryStop();
+        if (reason) this.stop(reason);
+      }
+    }
+  }
+
+  private startNative(call: ToolCallRequest): void {
+    let input: unknown = call.arguments;
+    try {
+      input = JSON.parse(call.arguments);
+    } catch {
+      // keep the raw text
+    }
+    const startedAt = this.io.clock.monotonic();
+    let cancel = () => {};
+    const tick = () => {
+      this.emit({ type: "tool_progress", callId: call.id, name: call.name, elapsedMs: Math.round(this.io.clock.monotonic() - startedAt) });
+      cancel = this.io.clock.setTimer(PROGRESS_INTERVAL_MS, tick);
+    };
+    cancel = this.io.clock.setTimer(PROGRESS_INTERVAL_MS, tick);
+    this.nativeCalls.set(call.id, { call, input, startedAt, stopProgress: () => cancel() });
+    this.emit({ type: "tool_started", call, input });
+  }
+
+  private onToolResults(content: SDKUserMessage["message"]["content"]): void {
+    if (!Array.isArray(content)) return;
+    for (const block of content as { type?: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[]) {
+      if (block.type !== "tool_result" || !block.tool_use_id) continue;
+      const native = this.nativeCalls.get(block.tool_use_id);
+      if (!native) continue;
+      this.nativeCalls.delete(block.tool_use_id);
+      native.stopProgress();
+      const success = block.is_error !== true;
+      this.emit({
+        type: "tool_finished",
+        result: { call: native.call, output: resultText(block.content), success, state: success ? "done" : "error", durationMs: Math.round(this.io.clock.monotonic() - native.startedAt) },
+        input: native.input,
+      });
+    }
+  }
+
+  private async onResult(message: Extract<SDKMessage, { type: "result" }>): Promise<void> {
+    if (message.is_error) {
+      const text = "result" in message && typeof message.result === "string" ? message.result : message.subtype === "success" ? "" : message.errors.join("; ");
+      return this.end("error", { code: "LLM_ERROR", message: this.describeFailure(text || message.subtype) });
+    }
+    // Between SDK turns: deliver what arrived meanwhile, in order, else the run is over.
+    if (this.io.hasPendingInput()) {
+      const reason = await this.boundaryStop();
+      if (reason) return this.stop(reason);
+      for (const input of await this.io.nextInputs()) {
+        if (input.role === "user") this.prompt.push(toSdkUserMessage(input.content));
+      }
+      return;
+    }
+    this.end(this.finalStop());
+  }
+
+  private finalStop(): StopReason {
+    return this.lastFinish === "length" ? "length" : this.lastFinish === "content_filter" ? "content_filter" : "stop";
+  }
+
+  /** Stops the run now: interrupts the SDK, keeps text already streamed. */
+  private stop(reason: StopReason): void {
+    if (this.ended) return;
+    if (this.assembler.inProgress) {
+      const partial = this.assembler.partial();
+      if (partial.content) {
+        const usage = this.assembler.usageSoFar();
+        this.emit({ type: "assistant_message", message: { ...partial, toolCalls: [] }, finishReason: reason === "cancelled" ? "cancelled" : reason, usage, final: false });
+      }
+    }
+    void this.query?.interrupt().catch(() => undefined);
+    this.end(reason);
+  }
+
+  private end(stopReason: StopReason, error?: { code: string; message: string }): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.prompt.end();
+    for (const native of this.nativeCalls.values()) native.stopProgress();
+    for (const entry of this.consumedCalls.values()) entry.resolve();
+    this.emit({ type: "run_ended", stopReason, ...(error ? { error } : {}) }, undefined, true);
+    this.out.close();
+  }
+
+  private emit(event: RunEvent, onConsumed?: () => void, force = false): void {
+    if (this.ended && !force) return;
+    this.out.push({ event, onConsumed });
+  }
+
+  private describeFailure(text: string): string {
+    const cli = this.deps.settings.claudeCli;
+    const where = cli?.baseUrl ? ` (base URL ${cli.baseUrl})` : "";
+    const tail = this.stderr.text();
+    // The API's own errors say enough; a crash or a refused start is explained by the child's stderr.
+    const stderr = tail && !/^API Error/.test(text) ? `\nclaude stderr:\n${tail}` : "";
+    if (/not logged in|invalid api key|x-api-key|authentication/i.test(text)) {
+      return `claude-cli: the Anthropic API refused the key${where}: ${text}. Set settings.claudeCli.apiKey / apiKeyEnv or ANTHROPIC_API_KEY.${stderr}`;
+    }
+    return `claude-cli${where}: ${text}${stderr}`;
+  }
+
+  private async cleanup(): Promise<void> {
+    this.ended = true;
+    this.prompt.end();
+    const query = this.query;
+    if (!query) return;
+    // Let the child finish writing its transcript (needed to resume), then end it for sure.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pumped, new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_WAIT_MS)))]);
+    clearTimeout(timer);
+    query.close();
+    this.abort.abort();
+    await this.deps.processes.endPids(this.children);
+  }
+}
+
+function resultText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((part: { type?: string; text?: string }) => (part.type === "text" ? (part.text ?? "") : `[${part.type ?? "content"}]`)).join("\n");
+}
