@@ -18,6 +18,13 @@ export function thinkingFor(reasoning: ReasoningConfig | null): ThinkingOption {
   return { type: "enabled", budgetTokens: Math.max(1024, budget) };
 }
 
+/** Reasoning effort → the SDK's effort option (adaptive-thinking models read this, not a budget). */
+export function effortFor(reasoning: ReasoningConfig | null): "low" | "medium" | "high" | "xhigh" | undefined {
+  const effort = reasoning?.effort;
+  if (!effort || effort === "none") return undefined;
+  return effort === "minimal" ? "low" : effort;
+}
+
 /** The key the child gets: apiKey > apiKeyEnv > ANTHROPIC_API_KEY. A named but unset variable is a config error. */
 export function resolveApiKey(cli: ClaudeCliSettings | undefined, env: Record<string, string | undefined>): string | undefined {
   if (cli?.apiKey) return cli.apiKey;

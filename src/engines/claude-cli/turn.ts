@@ -11,7 +11,7 @@ import { MessageAssembler, type StreamEvent } from "./message-assembler.js";
 import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
 import { historyPrelude, newUserMessages, toSdkUserMessage } from "./prompt.js";
 import { StderrTail, type ClaudeProcesses } from "./processes.js";
-import { childEnv, resolveApiKey, thinkingFor } from "./sdk-options.js";
+import { childEnv, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
 import type { RunEvent, RunIO, RunRequest, StopReason } from "./seam.js";
 import { MCP_PREFIX, MCP_SERVER_NAME, planTools, veilToolName, type ToolPlan } from "./tool-plan.js";
 import { toMcpResult } from "./tool-result.js";
@@ -117,6 +117,7 @@ export class ClaudeTurn {
     this.plan = planTools(this.request.toolset, cli, this.io.log);
     const server = createVeilMcpServer(this.plan.wrapped, (name, args, id) => this.callTool(name, args, id));
     const thinking = thinkingFor(this.request.reasoning);
+    const effort = effortFor(this.request.reasoning);
     return {
       model: this.request.modelKey.replace(/^cc\//, ""),
       cwd: workspace,
@@ -132,6 +133,7 @@ export class ClaudeTurn {
       includePartialMessages: true,
       abortController: this.abort,
       ...(thinking ? { thinking } : {}),
+      ...(effort ? { effort } : {}),
       ...(this.sdkSessionId ? { resume: this.sdkSessionId } : {}),
       ...(cli?.executable ? { pathToClaudeCodeExecutable: cli.executable } : {}),
       spawnClaudeCodeProcess: (spawnOptions) => this.deps.processes.spawn(spawnOptions, (line) => this.stderr.push(line), (pid) => this.children.push(pid)),
