@@ -42,7 +42,7 @@ type NativeCall = { call: ToolCallRequest; input: unknown; startedAt: number; st
  */
 export class ClaudeTurn {
   private readonly out = new AsyncQueue<Item>();
-  private readonly prompt = new PromptChannel<SDKUserMessage>();
+  private prompt = new PromptChannel<SDKUserMessage>();
   private readonly assembler = new MessageAssembler();
   private readonly stderr = new StderrTail();
   private readonly consumedCalls = new Map<string, ReturnType<typeof deferred>>();
@@ -154,11 +154,11 @@ export class ClaudeTurn {
   private async pump(query: Query): Promise<void> {
     try {
       for await (const message of query) {
-        if (!this.ended) await this.onMessage(message);
+        if (!this.ended && query === this.query) await this.onMessage(message);
       }
-      if (!this.ended) this.end(this.finalStop());
+      if (!this.ended && query === this.query) this.end(this.finalStop());
     } catch (error) {
-      if (this.ended) return;
+      if (this.ended || query !== this.query) return;
       if (this.request.signal.aborted) return this.end("cancelled");
       this.end("error", { code: "LLM_ERROR", message: this.describeFailure(errorMessage(error)) });
     }
@@ -291,6 +291,7 @@ export class ClaudeTurn {
   private async onResult(message: Extract<SDKMessage, { type: "result" }>): Promise<void> {
     if (message.is_error) {
       const text = "result" in message && typeof message.result === "string" ? message.result : message.subtype === "success" ? "" : message.errors.join("; ");
+      if (this.iterations === 0 && this.sdkSessionId && /no conversation found/i.test(text)) return this.restartFresh();
       return this.end("error", { code: "LLM_ERROR", message: this.describeFailure(text || message.subtype) });
     }
     // Between SDK turns: deliver what arrived meanwhile, in order, else the run is over.
@@ -303,6 +304,18 @@ export class ClaudeTurn {
       return;
     }
     this.end(this.finalStop());
+  }
+
+  /** The stored SDK conversation is gone (another machine, a wiped home): start a new one seeded with the history. */
+  private restartFresh(): void {
+    this.io.log.warn(`claude-cli: SDK conversation ${this.sdkSessionId} not found; starting a new one with this session's history as context`, { sessionId: this.request.sessionId });
+    const old = this.query;
+    this.sdkSessionId = null;
+    this.prompt.end();
+    this.prompt = new PromptChannel<SDKUserMessage>();
+    this.query = null;
+    old?.close();
+    this.start();
   }
 
   private finalStop(): StopReason {

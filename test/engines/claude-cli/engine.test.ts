@@ -84,3 +84,21 @@ describe("claude-cli engine: one turn", () => {
     expect(h.engine.livePids()).toEqual([]);
   });
 });
+
+describe("claude-cli engine: a lost SDK conversation", () => {
+  it("starts a new one seeded with the session's history when the stored one cannot be resumed", async () => {
+    h = await createEngineHarness();
+    h.api.enqueue(message().text("first reply").stop());
+    await h.turn("remember the word kumquat");
+    await h.store.setSessionMeta(h.sessionId, "engineState", { sdkSessionId: "3f1c2a4e-1111-4222-8333-944455556666" });
+    h.api.enqueue(message().text("kumquat").stop());
+    const outcome = await h.turn("which word?");
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.stopReason).toBe("stop");
+    const sent = JSON.stringify(h.api.messageRequests.at(-1)!.body.messages);
+    expect(sent).toContain("Earlier conversation in this session");
+    expect(sent).toContain("remember the word kumquat");
+    const state = await h.store.getSessionMeta<{ sdkSessionId: string }>(h.sessionId, "engineState");
+    expect(state?.sdkSessionId).not.toBe("3f1c2a4e-1111-4222-8333-944455556666");
+  });
+});
