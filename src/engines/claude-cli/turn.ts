@@ -57,6 +57,7 @@ export class ClaudeTurn {
   private lastFinish = "stop";
   private inFlightTools = 0;
   private ended = false;
+  private endedWith: StopReason | null = null;
   private sdkSessionId: string | null;
   private readonly abort = new AbortController();
 
@@ -339,6 +340,7 @@ export class ClaudeTurn {
   private end(stopReason: StopReason, error?: { code: string; message: string }): void {
     if (this.ended) return;
     this.ended = true;
+    this.endedWith = stopReason;
     this.prompt.end();
     for (const native of this.nativeCalls.values()) native.stopProgress();
     for (const entry of this.consumedCalls.values()) entry.resolve();
@@ -368,10 +370,13 @@ export class ClaudeTurn {
     this.prompt.end();
     const query = this.query;
     if (!query) return;
-    // Let the child finish writing its transcript (needed to resume), then end it for sure.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.pumped, new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_WAIT_MS)))]);
-    clearTimeout(timer);
+    // After a normal end, let the child finish writing its transcript (needed to resume) and
+    // exit on its own; after a cancel, a stop or a failure, end it at once.
+    if (this.endedWith === "stop") {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.pumped, new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     query.close();
     this.abort.abort();
     await this.deps.processes.endPids(this.children);
