@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelInfo, Settings } from "../../config/types.js";
 import { errorMessage, isVeilError } from "../../errors.js";
-import type { ToolCallRequest } from "../../llm/types.js";
+import type { LlmMessage, ToolCallRequest } from "../../llm/types.js";
 import { ZERO_USAGE, type TokenUsage } from "../../base/usage.js";
 import { addUsage, budgetStop } from "../../core/stop-conditions.js";
 import { AsyncQueue, PromptChannel, deferred } from "./channels.js";
@@ -51,6 +51,8 @@ export class ClaudeTurn {
   private query: Query | null = null;
   private pumped: Promise<void> = Promise.resolve();
   private readonly children: number[] = [];
+  /** The user messages the current query started with (sent again if it must restart fresh). */
+  private sent: LlmMessage[] = [];
   private plan!: ToolPlan;
   private usage: TokenUsage = { ...ZERO_USAGE };
   private iterations = 0;
@@ -75,7 +77,7 @@ export class ClaudeTurn {
     const onAbort = () => this.stop("cancelled");
     this.request.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      this.start();
+      await this.start();
       for (;;) {
         const item = await this.out.take();
         if (!item) return;
@@ -89,7 +91,7 @@ export class ClaudeTurn {
     }
   }
 
-  private start(): void {
+  private async start(): Promise<void> {
     if (this.request.signal.aborted) return this.end("cancelled");
     let options: Options;
     try {
@@ -97,11 +99,17 @@ export class ClaudeTurn {
     } catch (error) {
       return this.end("error", { code: isVeilError(error) ? error.code : "CONFIG_ERROR", message: errorMessage(error) });
     }
+    this.openQuery(options, await this.io.nextInputs());
+  }
+
+  /** Starts the SDK on the messages it has not seen: the history's trailing user messages, then the inbox's. */
+  private openQuery(options: Options, drained: readonly LlmMessage[]): void {
     const history = this.request.history;
-    const inputs = newUserMessages(history);
+    const inputs = [...newUserMessages(history), ...drained.filter((m): m is Extract<LlmMessage, { role: "user" }> => m.role === "user")];
     const prelude = this.sdkSessionId ? null : historyPrelude(history);
     if (inputs.length === 0) inputs.push({ role: "user", content: "Continue." });
     inputs.forEach((message, index) => this.prompt.push(toSdkUserMessage(message.content, index === 0 ? prelude : null)));
+    this.sent = inputs;
     this.query = this.deps.sdk.query({ prompt: this.prompt, options });
     this.pumped = this.pump(this.query);
   }
@@ -316,7 +324,9 @@ export class ClaudeTurn {
     this.prompt = new PromptChannel<SDKUserMessage>();
     this.query = null;
     old?.close();
-    this.start();
+    // A new MCP server too: one instance serves one connection.
+    const drained = this.sent.slice(newUserMessages(this.request.history).length);
+    this.openQuery(this.options(), drained);
   }
 
   private finalStop(): StopReason {

@@ -99,7 +99,8 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
   const inbox: string[] = [];
 
   async function turn(message: string, turnOptions: Parameters<EngineHarness["turn"]>[1] = {}): Promise<TurnOutcome> {
-    await store.appendMessage({ id: randomIds.next("msg"), session_id: session.id, role: "user", content: message });
+    // Like the session manager: the message waits in the inbox and the engine drains it at its first boundary.
+    inbox.push(message);
     const row = (await store.getSession(session.id))!;
     const prepared = await prepareRun(setupDeps, row, {}, sessionResources);
     const controller = new AbortController();
