@@ -1,4 +1,4 @@
-import type { ClaudeCliSettings } from "../../config/types.js";
+import type { ClaudeCliSettings, ModeConfig } from "../../config/types.js";
 import type { Logger } from "../../base/log.js";
 import type { SessionToolset } from "../../tools/registry.js";
 import type { RegisteredTool } from "../../tools/types.js";
@@ -82,4 +82,15 @@ function nativeFor(name: string, natives: ReadonlySet<string>): string | undefin
 /** `mcp__veil__bash` → `bash`; other names (natives) unchanged. */
 export function veilToolName(sdkName: string): string {
   return sdkName.startsWith(MCP_PREFIX) ? sdkName.slice(MCP_PREFIX.length) : sdkName;
+}
+
+export type PermissionAnswer = { behavior: "allow"; updatedInput: Record<string, unknown> } | { behavior: "deny"; message: string };
+
+/** The SDK's canUseTool: disallowedTools and the plan (wrapped Veil tools, kept natives) decide. */
+export function permissionFor(plan: ToolPlan, mode: ModeConfig, name: string, input: Record<string, unknown>): PermissionAnswer {
+  const veilName = veilToolName(name);
+  if (mode.disallowedTools.includes(veilName)) return { behavior: "deny", message: `tool "${veilName}" is in disallowedTools` };
+  const known = name.startsWith(MCP_PREFIX) ? plan.wrapped.some((t) => t.name === veilName) : plan.natives.includes(name);
+  if (!known) return { behavior: "deny", message: `tool "${name}" is not enabled for this agent` };
+  return { behavior: "allow", updatedInput: input };
 }

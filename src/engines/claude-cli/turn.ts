@@ -3,22 +3,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelInfo, Settings } from "../../config/types.js";
 import { errorMessage, isVeilError } from "../../errors.js";
-import type { LlmMessage, ToolCallRequest } from "../../llm/types.js";
+import type { LlmMessage } from "../../llm/types.js";
 import { ZERO_USAGE, type TokenUsage } from "../../base/usage.js";
 import { addUsage, budgetStop } from "../../core/stop-conditions.js";
 import { AsyncQueue, PromptChannel, deferred } from "./channels.js";
+import { NativeCalls } from "./native-calls.js";
 import { MessageAssembler, type StreamEvent } from "./message-assembler.js";
 import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
 import { historyPrelude, newUserMessages, toSdkUserMessage } from "./prompt.js";
 import { StderrTail, type ClaudeProcesses } from "./processes.js";
 import { childEnv, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
 import type { RunEvent, RunIO, RunRequest, StopReason } from "./seam.js";
-import { MCP_PREFIX, MCP_SERVER_NAME, planTools, veilToolName, type ToolPlan } from "./tool-plan.js";
+import { MCP_PREFIX, MCP_SERVER_NAME, permissionFor, planTools, type ToolPlan } from "./tool-plan.js";
 import { toMcpResult } from "./tool-result.js";
 import type { ClaudeSdk } from "./sdk-loader.js";
 
-/** tool.progress cadence for native tools (CONTRACT §10: at least every 5 s). */
-const PROGRESS_INTERVAL_MS = 5000;
 /** How long a finished run waits for the child to exit on its own before it is ended. */
 const EXIT_WAIT_MS = 3000;
 
@@ -32,7 +31,6 @@ export interface TurnDeps {
 }
 
 type Item = { event: RunEvent; onConsumed?: () => void };
-type NativeCall = { call: ToolCallRequest; input: unknown; startedAt: number; stopProgress: () => void };
 
 /**
  * One run of a `cc/…` session through the Claude Agent SDK, as run events. The SDK
@@ -46,8 +44,8 @@ export class ClaudeTurn {
   private readonly assembler = new MessageAssembler();
   private readonly stderr = new StderrTail();
   private readonly consumedCalls = new Map<string, ReturnType<typeof deferred>>();
-  private readonly nativeCalls = new Map<string, NativeCall>();
   private readonly startedAt: number;
+  private readonly natives: NativeCalls;
   private query: Query | null = null;
   private pumped: Promise<void> = Promise.resolve();
   private readonly children: number[] = [];
@@ -69,6 +67,7 @@ export class ClaudeTurn {
     private readonly deps: TurnDeps,
   ) {
     this.startedAt = io.clock.monotonic();
+    this.natives = new NativeCalls(io.clock, (event) => this.emit(event));
     const stored = request.engineState?.sdkSessionId;
     this.sdkSessionId = typeof stored === "string" ? stored : null;
   }
@@ -137,7 +136,7 @@ export class ClaudeTurn {
       tools: this.plan.natives,
       disallowedTools: this.plan.sdkDisallowed,
       mcpServers: { [MCP_SERVER_NAME]: { type: "sdk", name: MCP_SERVER_NAME, instance: server as never } },
-      canUseTool: async (name, input) => this.permission(name, input),
+      canUseTool: async (name, input) => permissionFor(this.plan, this.request.toolset.modeSettings(), name, input),
       permissionMode: "default",
       includePartialMessages: true,
       abortController: this.abort,
@@ -147,16 +146,6 @@ export class ClaudeTurn {
       ...(cli?.executable ? { pathToClaudeCodeExecutable: cli.executable } : {}),
       spawnClaudeCodeProcess: (spawnOptions) => this.deps.processes.spawn(spawnOptions, (line) => this.stderr.push(line), (pid) => this.children.push(pid)),
     };
-  }
-
-  /** The SDK asks before every call not pre-approved: disallowedTools and the native allowlist decide. */
-  private permission(name: string, input: Record<string, unknown>): { behavior: "allow"; updatedInput: Record<string, unknown> } | { behavior: "deny"; message: string } {
-    const veilName = veilToolName(name);
-    const mode = this.request.toolset.modeSettings();
-    if (mode.disallowedTools.includes(veilName)) return { behavior: "deny", message: `tool "${veilName}" is in disallowedTools` };
-    const known = name.startsWith(MCP_PREFIX) ? this.plan.wrapped.some((t) => t.name === veilName) : this.plan.natives.includes(name);
-    if (!known) return { behavior: "deny", message: `tool "${name}" is not enabled for this agent` };
-    return { behavior: "allow", updatedInput: input };
   }
 
   /** The only reader of the SDK's messages; after the run ended it drains them so the child can exit. */
@@ -183,7 +172,7 @@ export class ClaudeTurn {
         if (message.parent_tool_use_id === null) this.onStreamEvent(message.event as StreamEvent);
         return;
       case "user":
-        this.onToolResults(message.message.content);
+        this.natives.finish(message.message.content);
         return;
       case "result":
         return this.onResult(message);
@@ -231,7 +220,7 @@ export class ClaudeTurn {
       if (cut) this.stop("length");
       for (const call of message.toolCalls) {
         this.consumed(call.id).resolve();
-        if (!call.name.startsWith(MCP_PREFIX) && this.plan.natives.includes(call.name)) this.startNative(call);
+        if (!call.name.startsWith(MCP_PREFIX) && this.plan.natives.includes(call.name)) this.natives.start(call);
       }
     });
   }
@@ -259,41 +248,6 @@ export class ClaudeTurn {
         const reason = await this.boundaryStop();
         if (reason) this.stop(reason);
       }
-    }
-  }
-
-  private startNative(call: ToolCallRequest): void {
-    let input: unknown = call.arguments;
-    try {
-      input = JSON.parse(call.arguments);
-    } catch {
-      // keep the raw text
-    }
-    const startedAt = this.io.clock.monotonic();
-    let cancel = () => {};
-    const tick = () => {
-      this.emit({ type: "tool_progress", callId: call.id, name: call.name, elapsedMs: Math.round(this.io.clock.monotonic() - startedAt) });
-      cancel = this.io.clock.setTimer(PROGRESS_INTERVAL_MS, tick);
-    };
-    cancel = this.io.clock.setTimer(PROGRESS_INTERVAL_MS, tick);
-    this.nativeCalls.set(call.id, { call, input, startedAt, stopProgress: () => cancel() });
-    this.emit({ type: "tool_started", call, input });
-  }
-
-  private onToolResults(content: SDKUserMessage["message"]["content"]): void {
-    if (!Array.isArray(content)) return;
-    for (const block of content as { type?: string; tool_use_id?: string; content?: unknown; is_error?: boolean }[]) {
-      if (block.type !== "tool_result" || !block.tool_use_id) continue;
-      const native = this.nativeCalls.get(block.tool_use_id);
-      if (!native) continue;
-      this.nativeCalls.delete(block.tool_use_id);
-      native.stopProgress();
-      const success = block.is_error !== true;
-      this.emit({
-        type: "tool_finished",
-        result: { call: native.call, output: resultText(block.content), success, state: success ? "done" : "error", durationMs: Math.round(this.io.clock.monotonic() - native.startedAt) },
-        input: native.input,
-      });
     }
   }
 
@@ -352,7 +306,7 @@ export class ClaudeTurn {
     this.ended = true;
     this.endedWith = stopReason;
     this.prompt.end();
-    for (const native of this.nativeCalls.values()) native.stopProgress();
+    this.natives.stopAll();
     for (const entry of this.consumedCalls.values()) entry.resolve();
     this.emit({ type: "run_ended", stopReason, ...(error ? { error } : {}) }, undefined, true);
     this.out.close();
@@ -391,10 +345,4 @@ export class ClaudeTurn {
     this.abort.abort();
     await this.deps.processes.endPids(this.children);
   }
-}
-
-function resultText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content.map((part: { type?: string; text?: string }) => (part.type === "text" ? (part.text ?? "") : `[${part.type ?? "content"}]`)).join("\n");
 }
