@@ -5,21 +5,14 @@ import type { ContentPart, LlmMessage } from "../../llm/types.js";
 const PRELUDE_MAX_CHARS = 60_000;
 
 type UserContent = SDKUserMessage["message"]["content"];
-type UserMessage = Extract<LlmMessage, { role: "user" }>;
-
-/** The trailing user messages of a run's history: what the SDK has not seen yet. */
-export function newUserMessages(history: readonly LlmMessage[]): UserMessage[] {
-  let start = history.length;
-  while (start > 0 && history[start - 1]!.role === "user") start--;
-  return history.slice(start) as UserMessage[];
-}
 
 /**
- * Earlier history as text, for a run that starts a fresh SDK session on a session that
- * already has messages (first cc/ turn after openai turns, or a lost SDK session).
+ * The session's history as text, for a run that starts a fresh SDK conversation on a
+ * session that already has messages (first cc/ turn after openai turns, or a lost SDK
+ * conversation).
  */
 export function historyPrelude(history: readonly LlmMessage[]): string | null {
-  const earlier = history.slice(0, history.length - newUserMessages(history).length).filter((m) => m.role !== "system");
+  const earlier = history.filter((m) => m.role !== "system");
   if (earlier.length === 0) return null;
   const lines: string[] = [];
   for (const message of earlier) {
@@ -34,10 +27,25 @@ export function historyPrelude(history: readonly LlmMessage[]): string | null {
   return `Earlier conversation in this session (for context):\n${text}`;
 }
 
-export function toSdkUserMessage(content: string | ContentPart[], prelude: string | null = null): SDKUserMessage {
-  const blocks = typeof content === "string" ? [{ type: "text" as const, text: content }] : content.map(toBlock);
-  const withPrelude = prelude ? [{ type: "text" as const, text: prelude }, ...blocks] : blocks;
-  return { type: "user", message: { role: "user", content: withPrelude as unknown as UserContent }, parent_tool_use_id: null };
+/**
+ * Veil's user messages as one SDK user message (several that arrived together go as one,
+ * in order). `client_composed`: the CLI takes the text as written, so a message starting
+ * with "/" is not run as a Claude Code command.
+ */
+export function toSdkUserMessage(messages: readonly LlmMessage[], prelude: string | null = null): SDKUserMessage {
+  const blocks: Record<string, unknown>[] = prelude ? [{ type: "text", text: prelude }] : [];
+  for (const message of messages) {
+    if (message.role !== "user") continue;
+    if (typeof message.content === "string") blocks.push({ type: "text", text: message.content });
+    else blocks.push(...message.content.map(toBlock));
+  }
+  if (blocks.length === 0) blocks.push({ type: "text", text: "Continue." });
+  return { type: "user", message: { role: "user", content: blocks as unknown as UserContent }, parent_tool_use_id: null, client_composed: true };
+}
+
+/** A Claude Code command (e.g. "/compact"), which must not be client-composed. */
+export function sdkCommand(command: string): SDKUserMessage {
+  return { type: "user", message: { role: "user", content: command }, parent_tool_use_id: null };
 }
 
 function toBlock(part: ContentPart): Record<string, unknown> {

@@ -58,7 +58,10 @@ export function childEnv(settings: Settings, env: Record<string, string | undefi
   return out;
 }
 
-function compactionThreshold(settings: Settings): number | undefined {
+/** settings.defaultCompaction.autoThreshold (CONTRACT §11), when set. */
+export function compactionThreshold(settings: Settings): number | undefined {
   const compaction = settings.defaultCompaction as { autoThreshold?: unknown } | undefined;
   return typeof compaction?.autoThreshold === "number" ? compaction.autoThreshold : undefined;
 }
+
+export const DEFAULT_COMPACTION_THRESHOLD = 0.8;

@@ -10,11 +10,11 @@ import { AsyncQueue, PromptChannel, deferred } from "./channels.js";
 import { NativeCalls } from "./native-calls.js";
 import { MessageAssembler, type StreamEvent } from "./message-assembler.js";
 import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
-import { historyPrelude, newUserMessages, toSdkUserMessage } from "./prompt.js";
+import { historyPrelude, sdkCommand, toSdkUserMessage } from "./prompt.js";
 import { StderrTail, type ClaudeProcesses } from "./processes.js";
-import { childEnv, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
+import { DEFAULT_COMPACTION_THRESHOLD, childEnv, compactionThreshold, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
 import type { RunEvent, RunIO, RunRequest, StopReason } from "./seam.js";
-import { MCP_PREFIX, MCP_SERVER_NAME, permissionFor, planTools, type ToolPlan } from "./tool-plan.js";
+import { MCP_SERVER_NAME, permissionFor, planTools, type ToolPlan } from "./tool-plan.js";
 import { toMcpResult } from "./tool-result.js";
 import type { ClaudeSdk } from "./sdk-loader.js";
 
@@ -55,6 +55,9 @@ export class ClaudeTurn {
   private usage: TokenUsage = { ...ZERO_USAGE };
   private iterations = 0;
   private lastFinish = "stop";
+  /** Context size of the last model call (prompt incl. cache + output). */
+  private lastContext = 0;
+  private compacting = false;
   private inFlightTools = 0;
   private ended = false;
   private endedWith: StopReason | null = null;
@@ -101,14 +104,14 @@ export class ClaudeTurn {
     this.openQuery(options, await this.io.nextInputs());
   }
 
-  /** Starts the SDK on the messages it has not seen: the history's trailing user messages, then the inbox's. */
+  /**
+   * Starts the SDK on what it has not seen: the messages that started the run (a resumed
+   * conversation has everything before them; a fresh one gets the history as a prelude).
+   */
   private openQuery(options: Options, drained: readonly LlmMessage[]): void {
-    const history = this.request.history;
-    const inputs = [...newUserMessages(history), ...drained.filter((m): m is Extract<LlmMessage, { role: "user" }> => m.role === "user")];
-    const prelude = this.sdkSessionId ? null : historyPrelude(history);
-    if (inputs.length === 0) inputs.push({ role: "user", content: "Continue." });
-    inputs.forEach((message, index) => this.prompt.push(toSdkUserMessage(message.content, index === 0 ? prelude : null)));
-    this.sent = inputs;
+    const prelude = this.sdkSessionId ? null : historyPrelude(this.request.history);
+    this.prompt.push(toSdkUserMessage(drained, prelude));
+    this.sent = [...drained];
     this.query = this.deps.sdk.query({ prompt: this.prompt, options });
     this.pumped = this.pump(this.query);
   }
@@ -167,6 +170,7 @@ export class ClaudeTurn {
       case "system":
         if (message.subtype === "init") await this.rememberSession(message.session_id);
         else if (message.subtype === "status" && (message as { status?: string }).status === "requesting") await this.beforeModelCall();
+        else if (message.subtype === "compact_boundary") this.io.log.info("claude-cli: the SDK compacted its conversation", { sessionId: this.request.sessionId, ...message.compact_metadata });
         return;
       case "stream_event":
         if (message.parent_tool_use_id === null) this.onStreamEvent(message.event as StreamEvent);
@@ -207,21 +211,24 @@ export class ClaudeTurn {
   }
 
   private onStreamEvent(event: StreamEvent): void {
-    for (const runEvent of this.assembler.accept(event)) this.emit(runEvent);
+    for (const runEvent of this.assembler.accept(event)) {
+      if (runEvent.type === "tool_call_started" && this.plan.natives.includes(runEvent.name)) this.natives.announce(runEvent.id);
+      this.emit(runEvent);
+    }
     if (event.type !== "message_stop") return;
     const { message, finishReason, usage } = this.assembler.finish();
     this.usage = addUsage(this.usage, usage);
+    this.lastContext = usage.prompt_tokens + usage.completion_tokens;
     this.lastFinish = finishReason;
     this.emit({ type: "model_usage", usage });
     const final = message.toolCalls.length === 0 && !this.io.hasPendingInput();
+    const natives = message.toolCalls.filter((call) => this.plan.natives.includes(call.name));
     // The CLI would ask the model to go on after max_tokens; Veil ends the run with "length" (as on openai).
     const cut = final && finishReason === "length";
     this.emit({ type: "assistant_message", message, finishReason, usage, final }, () => {
       if (cut) this.stop("length");
-      for (const call of message.toolCalls) {
-        this.consumed(call.id).resolve();
-        if (!call.name.startsWith(MCP_PREFIX) && this.plan.natives.includes(call.name)) this.natives.start(call);
-      }
+      for (const call of message.toolCalls) this.consumed(call.id).resolve();
+      for (const call of natives) this.natives.start(call);
     });
   }
 
@@ -261,9 +268,13 @@ export class ClaudeTurn {
     if (this.io.hasPendingInput()) {
       const reason = await this.boundaryStop();
       if (reason) return this.stop(reason);
-      for (const input of await this.io.nextInputs()) {
-        if (input.role === "user") this.prompt.push(toSdkUserMessage(input.content));
-      }
+      this.prompt.push(toSdkUserMessage(await this.io.nextInputs()));
+      return;
+    }
+    if (this.needsCompaction()) {
+      // Auto-compaction on this engine is the SDK's own /compact, fired at Veil's threshold.
+      this.compacting = true;
+      this.prompt.push(sdkCommand("/compact"));
       return;
     }
     this.end(this.finalStop());
@@ -279,8 +290,14 @@ export class ClaudeTurn {
     this.query = null;
     old?.close();
     // A new MCP server too: one instance serves one connection.
-    const drained = this.sent.slice(newUserMessages(this.request.history).length);
-    this.openQuery(this.options(), drained);
+    this.openQuery(this.options(), this.sent);
+  }
+
+  /** CONTRACT §11: context_size of the last call at or above autoThreshold of the model's window. */
+  private needsCompaction(): boolean {
+    if (this.compacting || this.lastContext === 0) return false;
+    const threshold = compactionThreshold(this.deps.settings) ?? DEFAULT_COMPACTION_THRESHOLD;
+    return this.lastContext >= threshold * this.deps.model.context_window;
   }
 
   private finalStop(): StopReason {

@@ -102,3 +102,27 @@ describe("claude-cli engine: a lost SDK conversation", () => {
     expect(state?.sdkSessionId).not.toBe("3f1c2a4e-1111-4222-8333-944455556666");
   });
 });
+
+describe("claude-cli engine: compaction and verbatim input", () => {
+  it("compacts the SDK conversation with its own /compact once context_size reaches autoThreshold of the window; user text starting with / is not a command", async () => {
+    h = await createEngineHarness({ models: { "cc/claude-test": { context_window: 10_000 } }, settings: { defaultCompaction: { autoThreshold: 0.5 } } as never });
+    h.api.respond((request) => {
+      const text = JSON.stringify(request.body.messages);
+      if (text.includes("<summary>")) return message().text("<analysis>a</analysis><summary>The user said /clear please.</summary>").usage({ input_tokens: 300, output_tokens: 40 }).stop();
+      return message().text("noted").usage({ input_tokens: 6000, output_tokens: 20 }).stop();
+    });
+    const first = await h.turn("/clear please");
+    expect(first.stopReason).toBe("stop");
+    const sentFirst = JSON.stringify(h.api.messageRequests[0]!.body.messages);
+    expect(sentFirst).toContain("/clear please");
+    const summarizing = h.api.messageRequests.filter((r) => JSON.stringify(r.body.messages).includes("<summary>"));
+    expect(summarizing.length).toBeGreaterThan(0);
+    expect(h.log.entries.some((e) => e.message.includes("compacted its conversation"))).toBe(true);
+
+    const second = await h.turn("and now?");
+    expect(second.stopReason).toBe("stop");
+    const sentSecond = JSON.stringify(h.api.messageRequests.at(-1)!.body.messages);
+    expect(sentSecond).toContain("The user said /clear please.");
+    expect(sentSecond).toContain("and now?");
+  });
+});

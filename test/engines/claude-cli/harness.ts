@@ -39,6 +39,7 @@ export interface EngineHarnessOptions {
   env?: Record<string, string>;
   importSdk?: SdkImporter;
   modelKey?: string;
+  models?: Record<string, { context_window: number; input_modalities?: ("text" | "image" | "audio")[] }>;
 }
 
 export interface TurnOutcome {
@@ -85,7 +86,7 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
   const config: VeilConfig = {
     paths: { workspace: ws.root, projectDir, homeDir: join(ws.root, ".veil-home"), dbPath: join(projectDir, "veil.db"), secretPath: join(projectDir, "secret"), memoryDir: join(projectDir, "memory") },
     settings,
-    models: {},
+    models: Object.fromEntries(Object.entries(options.models ?? {}).map(([k, v]) => [k, { input_modalities: ["text"], ...v }])) as VeilConfig["models"],
     agents: { [agent.name]: agent },
     env: { PATH: process.env.PATH, HOME: home, ...options.env },
   };
