@@ -4,7 +4,6 @@ import type { Settings, VeilConfig } from "../src/config/types.js";
 import { systemClock } from "../src/base/clock.js";
 import { randomIds } from "../src/base/ids.js";
 import { memoryLogger } from "../src/base/log.js";
-import { InProcessEventBus } from "../src/core/memory-bus.js";
 import type { Resources } from "../src/core/resources.js";
 import type { Store } from "../src/store/store.js";
 import type { ToolContext } from "../src/tools/types.js";
@@ -35,12 +34,11 @@ export function benchToolContext(config: VeilConfig, store: Store, runtime: Reso
     model: defaultModelInfo(),
     toolCallId: "call_bench",
     store,
-    bus: new InProcessEventBus(),
     clock: systemClock,
     ids: randomIds,
     signal: new AbortController().signal,
     emitChunk: () => undefined,
-    emit: () => undefined,
+    emit: async () => undefined,
     session,
     runtime,
     services: {},

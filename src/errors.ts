@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
+  CONTEXT_OVERFLOW: 400,
   BUDGET_EXCEEDED: 429,
   RATE_LIMITED: 429,
   CONFIG_ERROR: 500,
@@ -49,6 +51,7 @@ export const ERROR_STATUS = {
   FETCH_ERROR: 502,
   FETCH_BLOCKED: 403,
   SEARCH_ERROR: 502,
+  OUTPUT_TRUNCATED: 400,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

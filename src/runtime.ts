@@ -4,22 +4,40 @@ import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
 import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
-import { createLogger } from "./base/log.js";
+import { createLogger, type Logger } from "./base/log.js";
+import { MultiAgentService } from "./core/agents/service.js";
+import { allBuiltinTools } from "./core/builtins.js";
+import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
+import { RemoteMethodService } from "./core/remote-methods.js";
 import { Resources } from "./core/resources.js";
 import { SessionManager } from "./core/session-manager.js";
+import { StreamTokens } from "./core/stream-tokens.js";
+import { WakeupService } from "./core/wakeups.js";
+import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
+import { createNativeEngine } from "./engines/native/loop.js";
+import type { Engine } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { SqliteStore } from "./store/sqlite/sqlite-store.js";
-import { builtinTools } from "./tools/builtin/index.js";
 import type { CustomToolSource } from "./tools/registry.js";
-import type { Logger, RegisteredTool, ToolServices } from "./tools/types.js";
+import type { ToolServices } from "./tools/services.js";
+import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
-import { FEATURES } from "./features.js";
+
+/**
+ * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
+ * wake-up and resumes queued messages. `oneshot` (`veil run`) serves one session of its
+ * own and touches no other session's timers, inbox or replies (CONTRACT §10).
+ */
+export type RuntimeMode = "serve" | "oneshot";
 
 export interface RuntimeOptions {
   workspace: string;
+  mode?: RuntimeMode;
+  /** serve mode: run start() inside createRuntime (default true). */
+  start?: boolean;
   env?: Record<string, string | undefined>;
   /** CLI flags: the top layer of the settings merge. */
   overrides?: Partial<Settings>;
@@ -31,6 +49,7 @@ export interface RuntimeOptions {
   store?: Store;
   bus?: EventBus;
   llm?: LlmClient;
+  engines?: readonly Engine[];
   customTools?: CustomToolSource;
   builtins?: RegisteredTool[];
   /** Re-read agent folders per session (default true) so new agents need no restart. */
@@ -38,9 +57,11 @@ export interface RuntimeOptions {
 }
 
 export interface Runtime {
+  mode: RuntimeMode;
   config: VeilConfig;
   store: Store;
   bus: EventBus;
+  events: EventLog;
   llm: LlmClient;
   clock: Clock;
   ids: IdGenerator;
@@ -49,50 +70,70 @@ export interface Runtime {
   customTools: CustomToolSource;
   sessions: SessionManager;
   resources: Resources;
-  /** Services tools reach through ctx.services; features register theirs at start. */
+  wakeups: WakeupService;
+  remoteMethods: RemoteMethodService;
+  streamTokens: StreamTokens;
+  multiAgent: MultiAgentService;
+  /** What tools reach through ctx.services. */
   services: ToolServices;
   agents(): Record<string, AgentConfig>;
+  /** Background work of a serving runtime, in the order it must happen (idempotent). */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The composition root: wires config, store, bus, LLM, tools and sessions. */
+/** The composition root: wires config, store, events, LLM, engines, tools, sessions and features. */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const env = options.env ?? process.env;
+  const mode = options.mode ?? "serve";
   const config = options.config ?? loadConfig({ workspace: options.workspace, env, overrides: options.overrides });
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
   const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
   const store = options.store ?? SqliteStore.open(config.paths.dbPath);
-  const bus = options.bus ?? new InProcessEventBus({ clock, onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  const bus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  const events = new EventLog({ store, bus, clock, log });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
-  const builtins = options.builtins ?? builtinTools();
+  const claudeCli = createClaudeCliEngine({ config });
+  const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
+  const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();
-  const services: ToolServices = {};
+  const services: ToolServices = { llm };
   const customTools = options.customTools ?? createCustomToolSource({ config, log, resources, services });
-  let cachedAgents = config.agents;
-  let stamp = agentsStamp(config.paths);
-  const agents = () => {
-    if (options.reloadAgents === false) return cachedAgents;
-    try {
-      // Re-read only when an agent file changed: sessions see new agents without a restart.
-      const now = agentsStamp(config.paths);
-      if (now !== stamp) {
-        cachedAgents = loadAgents(config.paths);
-        stamp = now;
-      }
-    } catch (error) {
-      log.warn("agent folders could not be re-read; keeping the last good set", { error: String(error) });
-    }
-    return cachedAgents;
-  };
-  const sessions = new SessionManager({ config, store, bus, llm, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents });
-  services.sessions = sessions;
+  const agents = agentReader(config, log, options.reloadAgents !== false);
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines });
 
+  const wakeups = resources.get("wakeups", () =>
+    new WakeupService({
+      store,
+      clock,
+      log,
+      minLoopSeconds: () => config.settings.wakeup?.minLoopSeconds ?? 10,
+      deliver: async (sessionId, message) => {
+        await sessions.send(sessionId, message, { meta: { source: "wakeup" } });
+      },
+    }),
+  );
+  sessions.onClose((id) => wakeups.closed(id));
+  sessions.onResume((id) => wakeups.resumed(id));
+  const remoteMethods = resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  sessions.onClose((id) => void remoteMethods.cancelSession(id));
+  const streamTokens = new StreamTokens(clock);
+  const multiAgent = resources.get("multiAgent", () => new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents }));
+  // Sub-agents live no longer than their parent: closing a session closes its descendants.
+  sessions.onClose(async (parentId) => {
+    for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
+  });
+  Object.assign(services, { wakeups, remoteMethods, multiAgent } satisfies ToolServices);
+
+  let started: Promise<void> | null = null;
   const runtime: Runtime = {
+    mode,
     config,
     store,
     bus,
+    events,
     llm,
     clock,
     ids,
@@ -101,14 +142,54 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     customTools,
     sessions,
     resources,
+    wakeups,
+    remoteMethods,
+    streamTokens,
+    multiAgent,
     services,
     agents,
+    start() {
+      if (mode === "oneshot") return Promise.resolve();
+      started ??= (async () => {
+        // 1. Waiting async callers are re-attached before any run can answer them.
+        await multiAgent.delivery.recover();
+        // 2. Cut runs get placeholders for their open tool calls; their sessions go idle.
+        await sessions.recoverRuns();
+        // 3. Stored wake-ups are re-armed (an overdue one fires once, into a valid history).
+        await wakeups.start();
+        // 4. Messages still in an inbox start their runs.
+        await sessions.resumeInboxes();
+      })();
+      return started;
+    },
     async close() {
       await sessions.shutdown();
+      // Runs end their claude processes; this catches any a crashed run left.
+      await claudeCli.shutdown();
+      await events.flush();
       await resources.dispose();
       await store.close();
     },
   };
-  for (const install of FEATURES) await install(runtime);
+  if (mode === "serve" && options.start !== false) await runtime.start();
   return runtime;
+}
+
+/** Agents, re-read only when an agent file changed, so sessions see new agents without a restart. */
+function agentReader(config: VeilConfig, log: Logger, reload: boolean): () => Record<string, AgentConfig> {
+  let cached = config.agents;
+  let stamp = agentsStamp(config.paths);
+  return () => {
+    if (!reload) return cached;
+    try {
+      const now = agentsStamp(config.paths);
+      if (now !== stamp) {
+        cached = loadAgents(config.paths);
+        stamp = now;
+      }
+    } catch (error) {
+      log.warn("agent folders could not be re-read; keeping the last good set", { error: String(error) });
+    }
+    return cached;
+  };
 }

@@ -24,7 +24,8 @@ export type VeilEventBody =
   | { type: "inference.tool"; name: string; toolCallId: string }
   | { type: "tool.start"; toolName: string; toolCallId: string; toolInput: unknown }
   | { type: "tool.chunk"; toolName: string; toolCallId: string; chunk: string }
-  | { type: "tool.progress"; toolName: string; toolUseId: string; elapsed: number }
+  /** At least every 5 s while a tool runs past 5 s; `toolUseId` equals `toolCallId` (the manual's name). `elapsed` in seconds. */
+  | { type: "tool.progress"; toolName: string; toolCallId: string; toolUseId: string; elapsed: number }
   | {
       type: "tool.end";
       toolName: string;
@@ -34,6 +35,8 @@ export type VeilEventBody =
       outputPreview: string;
       success: boolean;
       durationMs: number;
+      /** The tool's structured result (for UIs), null when it has none. */
+      details: unknown;
     }
   | { type: "session.state"; status: SessionStatus; reason?: string }
   | {
@@ -44,6 +47,8 @@ export type VeilEventBody =
       stopReason: string;
       tokenUsage: TokenUsage;
       messageId: string | null;
+      /** The run's spend in USD at models.json prices. */
+      cost_usd?: number;
       error?: { code: string; message: string };
     }
   | { type: "todo.updated"; todos: unknown[] }
@@ -52,14 +57,17 @@ export type VeilEventBody =
 
 export type VeilEventType = VeilEventBody["type"];
 
+/** Streaming deltas: sent live, never stored; a replay has their text in the chat.message / tool.end that follows. */
+export const LIVE_ONLY_EVENTS: ReadonlySet<VeilEventType> = new Set(["chat.chunk", "thinking.chunk", "tool.chunk"]);
+
 /** An event as published: body plus routing and ordering fields. */
 export type VeilEvent = VeilEventBody & {
-  /** Session the event belongs to; "" for server-wide events. */
+  /** Session the event belongs to. */
   sessionId: string;
-  /** Per-session sequence number (SSE id on /sessions/:id/events). */
-  seq: number;
-  /** Server-wide sequence number (SSE id on /events). */
-  gseq: number;
+  /** Per-session sequence number (SSE id on /sessions/:id/events); absent on live-only deltas. */
+  seq?: number;
+  /** Store-wide sequence number (SSE id on /events); absent on live-only deltas. */
+  gseq?: number;
   ts: number;
 };
 
@@ -70,18 +78,21 @@ export interface EventFilter {
   types?: readonly VeilEventType[];
 }
 
-/**
- * Publish/subscribe with bounded replay. In-process now; a cross-node bus
- * implements the same interface (test/conformance/event-bus.ts).
- */
+/** Fan-out of events that are already numbered and stored. In-process now; a cross-node bus implements the same. */
 export interface EventBus {
-  publish(sessionId: string, body: VeilEventBody): VeilEvent;
-  /** Handlers run synchronously in publish order; a throwing handler is isolated. */
+  /** Hands an event to every matching subscriber, synchronously, in call order; a throwing handler is isolated. */
+  deliver(event: VeilEvent): void;
   subscribe(filter: EventFilter, handler: (event: VeilEvent) => void): () => void;
-  /**
-   * Events after a sequence number, from the replay buffer. With a sessionId,
-   * `after` is a per-session seq; without, a global gseq. Returns null when the
-   * buffer no longer reaches back that far.
-   */
-  replay(filter: EventFilter, after: number): VeilEvent[] | null;
+}
+
+/** Where everything that happens to a session is announced: numbered, stored (deltas excepted), then delivered. */
+export interface EventSink {
+  /** Resolves once the event is stored and delivered. */
+  publish(sessionId: string, body: VeilEventBody): Promise<VeilEvent>;
+}
+
+export function matchesFilter(filter: EventFilter, event: { sessionId: string; type: string }): boolean {
+  if (filter.sessionId !== undefined && event.sessionId !== filter.sessionId) return false;
+  if (filter.types && !filter.types.includes(event.type as VeilEventType)) return false;
+  return true;
 }

@@ -13,6 +13,7 @@ export interface CliIo {
 export async function runOnce(command: { workspace: string; agent: string; model?: string; json: boolean; prompt: string }, io: CliIo): Promise<number> {
   const runtime = await createRuntime({
     workspace: command.workspace,
+    mode: "oneshot",
     env: io.env,
     log: createLogger({ level: (io.env.VEIL_LOG_LEVEL as "warn" | undefined) ?? "warn", write: (line) => io.stderr(line + "\n") }),
   });

@@ -11,7 +11,6 @@ export async function serveCommand(command: { workspace: string; host: string; p
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
   });
   const { secret, generated } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
-  await runtime.sessions.recover();
   const server = await startServer({ runtime, secret, host: command.host, port: command.port });
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);

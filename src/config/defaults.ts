@@ -1,4 +1,4 @@
-import type { AgentConfig, ModeConfig, ModelInfo, Settings } from "./types.js";
+import type { AgentConfig, CompactionSettings, ModeConfig, ModelInfo, Settings } from "./types.js";
 
 export const DEFAULT_WEB_SEARCH_ENDPOINT = "https://html.duckduckgo.com/html/";
 
@@ -14,7 +14,13 @@ export function defaultSettings(): Settings {
     retry: { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 30_000 },
     limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024 },
     wakeup: { minLoopSeconds: 10 },
+    defaultCompaction: defaultCompaction(),
   };
+}
+
+/** CONTRACT §11: compact at 80 % of the window, keep the newest 20,000 tokens whole. */
+export function defaultCompaction(): CompactionSettings {
+  return { autoThreshold: 0.8, keepRecentTokens: 20_000 };
 }
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;

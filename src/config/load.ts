@@ -122,6 +122,7 @@ function readAgent(folder: string, file: string, folderName: string, source: "gl
     model: raw.model as string | undefined,
     systemPrompt,
     reasoning: raw.reasoning as AgentConfig["reasoning"],
+    ...(raw.compaction ? { compaction: raw.compaction as AgentConfig["compaction"] } : {}),
     budget: (raw.budget as AgentConfig["budget"]) ?? {},
     modes,
     agentFolder: folder,

@@ -1,4 +1,5 @@
 import { Type } from "../schema.js";
+import type { ReasoningEffort, ReasoningStyle } from "./types.js";
 
 /** One schema per config file; validation errors name the file and the field. */
 
@@ -14,10 +15,27 @@ const BudgetSchema = Type.Object(
 
 const ReasoningSchema = Type.Object(
   {
-    effort: Type.Optional(
-      Type.Union([Type.Literal("none"), Type.Literal("minimal"), Type.Literal("low"), Type.Literal("medium"), Type.Literal("high"), Type.Literal("xhigh")]),
-    ),
+    effort: Type.Optional(Type.Unsafe<ReasoningEffort>({ type: "string", enum: ["none", "minimal", "low", "medium", "high", "xhigh"] })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const CompactionSchema = Type.Object(
+  {
+    autoThreshold: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, description: "Fraction of context_window that triggers compaction, in (0, 1]." })),
+    keepRecentTokens: Type.Optional(Type.Integer({ minimum: 0, description: "Tokens of newest messages kept whole." })),
+    summarizerModel: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const CostSchema = Type.Object(
+  {
+    input: Type.Number({ minimum: 0, description: "USD per million prompt tokens." }),
+    output: Type.Number({ minimum: 0, description: "USD per million output tokens." }),
+    cache_read: Type.Optional(Type.Number({ minimum: 0 })),
+    cache_write: Type.Optional(Type.Number({ minimum: 0 })),
   },
   { additionalProperties: false },
 );
@@ -30,6 +48,9 @@ const ProviderSchema = Type.Object(
     apiKeyEnv: Type.Optional(Type.String()),
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    reasoning: Type.Optional(
+      Type.Unsafe<ReasoningStyle>({ type: "string", enum: ["openai", "openrouter", "anthropic", "none"], description: "How reasoning goes on the wire." }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -55,6 +76,7 @@ export const SettingsFileSchema = Type.Object(
     budget: Type.Optional(BudgetSchema),
     summarizerModel: Type.Optional(Type.String()),
     summarizerMaxCallsPerMinute: Type.Optional(Type.Integer({ minimum: 1 })),
+    defaultCompaction: Type.Optional(CompactionSchema),
     files: Type.Optional(Type.Object({ writeRoots: Type.Optional(Type.Array(Type.String())) })),
     webFetch: Type.Optional(Type.Object({ allowHosts: Type.Optional(Type.Array(Type.String())) })),
     webSearch: Type.Optional(Type.Object({ endpoint: Type.Optional(Type.String({ pattern: "^https?://" })) })),
@@ -85,6 +107,7 @@ export const ModelsFileSchema = Type.Record(
       context_window: Type.Optional(Type.Integer({ minimum: 1 })),
       max_output_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
       fallbacks: Type.Optional(Type.Array(Type.String())),
+      cost: Type.Optional(CostSchema),
     },
     { additionalProperties: true },
   ),
@@ -107,10 +130,11 @@ export const AgentFileSchema = Type.Object(
     model: Type.Optional(Type.String()),
     systemPrompt: Type.Optional(Type.String()),
     reasoning: Type.Optional(ReasoningSchema),
+    compaction: Type.Optional(CompactionSchema),
     budget: Type.Optional(BudgetSchema),
     modes: Type.Optional(Type.Record(Type.String(), ModeSchema)),
   },
   { additionalProperties: true },
 );
 
-export { BudgetSchema, ReasoningSchema };
+export { BudgetSchema, CompactionSchema, ReasoningSchema };

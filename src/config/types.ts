@@ -12,7 +12,16 @@ export interface ProviderConfig {
   headers?: Record<string, string>;
   /** Per-request timeout before the first byte, ms. default: 120000 */
   timeoutMs?: number;
+  /**
+   * How reasoning goes on the wire (CONTRACT §11). default: "openrouter" when the base URL's
+   * host ends in openrouter.ai, else "openai" (see llm/openai-compatible/reasoning.ts).
+   */
+  reasoning?: ReasoningStyle;
 }
+
+export type ReasoningStyle = "openai" | "openrouter" | "anthropic" | "none";
+
+export const REASONING_STYLES: readonly ReasoningStyle[] = ["openai", "openrouter", "anthropic", "none"];
 
 export interface Budget {
   /** Total tokens a session may consume (prompt + completion). default: unlimited */
@@ -25,9 +34,22 @@ export interface Budget {
   max_iterations?: number;
 }
 
+export type ReasoningEffort = "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+
 export interface ReasoningConfig {
-  effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  /** "xhigh" is accepted beyond CONTRACT §11's five (OpenAI and OpenRouter know it). */
+  effort?: ReasoningEffort;
   max_tokens?: number;
+}
+
+/** Context compaction (CONTRACT §11); agent.json `compaction` overrides key by key. */
+export interface CompactionSettings {
+  /** Fraction of the model's context_window at which the history is compacted, in (0, 1]. default: 0.8 */
+  autoThreshold: number;
+  /** Newest whole messages up to this many tokens are never pruned or summarised. default: 20000 */
+  keepRecentTokens: number;
+  /** Model that writes summaries. default: settings.summarizerModel, then the session's model */
+  summarizerModel?: string;
 }
 
 export interface RetrySettings {
@@ -66,6 +88,7 @@ export interface Settings {
   summarizerModel?: string;
   /** Cap on get-summary calls per minute; unset = unlimited. */
   summarizerMaxCallsPerMinute?: number;
+  defaultCompaction: CompactionSettings;
   files: { writeRoots: string[] };
   webFetch: {
     allowHosts: string[];
@@ -93,11 +116,22 @@ export interface Settings {
   [extra: string]: unknown;
 }
 
+/** Prices in USD per million tokens. */
+export interface ModelCost {
+  input: number;
+  output: number;
+  /** Cached prompt tokens (cache hits). default: input */
+  cache_read?: number;
+  /** Prompt tokens written to the cache. default: input */
+  cache_write?: number;
+}
+
 export interface ModelInfo {
   input_modalities: ("text" | "image" | "audio")[];
   context_window: number;
   max_output_tokens?: number;
   fallbacks?: string[];
+  cost?: ModelCost;
 }
 
 export interface ModeConfig {
@@ -116,6 +150,8 @@ export interface AgentConfig {
   model?: string;
   systemPrompt: string;
   reasoning?: ReasoningConfig;
+  /** Overrides settings.defaultCompaction key by key. */
+  compaction?: Partial<CompactionSettings>;
   budget: Budget;
   modes: Record<string, ModeConfig>;
   /** Folder holding agent.json; null for the built-in default agent. */

@@ -1,7 +1,7 @@
 import type { AgentConfig } from "../config/types.js";
-import type { ContentPart, LlmMessage } from "../llm/types.js";
+import type { LlmMessage } from "../llm/types.js";
 import type { MessageRow, SessionRow } from "../store/store.js";
-import type { Attachment } from "../tools/types.js";
+import { cancelledText } from "./tool-calls.js";
 
 /** The system prompt: agent prompt, spawn objective, tier-2 tool summary, environment facts. */
 export function buildSystemPrompt(options: {
@@ -21,12 +21,30 @@ export function buildSystemPrompt(options: {
   return parts.filter(Boolean).join("\n\n");
 }
 
-/** Stored rows → model messages. Multimodal tool output was never stored: replays see the text. */
+/**
+ * Stored rows → model messages. Tool results are stored as each call finishes, so they are
+ * put back in the order of the calls, right after their assistant message; a call with no
+ * result (a crash before recovery patched it) gets a placeholder in this view, so the
+ * request is valid whatever the store holds. Multimodal tool output was never stored.
+ */
 export function rowsToMessages(rows: readonly MessageRow[]): LlmMessage[] {
+  const results = new Map<string, MessageRow>();
+  for (const row of rows) if (row.role === "tool" && row.tool_call_id) results.set(row.tool_call_id, row);
   const out: LlmMessage[] = [];
+  const placed = new Set<string>();
   for (const row of rows) {
+    // Results are placed after their call below; one whose call is unknown is dropped (providers reject orphans).
+    if (row.role === "tool") continue;
     const message = rowToMessage(row);
-    if (message) out.push(message);
+    if (!message) continue;
+    out.push(message);
+    if (row.role !== "assistant" || !row.tool_calls) continue;
+    for (const call of row.tool_calls) {
+      if (placed.has(call.id)) continue;
+      placed.add(call.id);
+      const result = results.get(call.id);
+      out.push({ role: "tool", toolCallId: call.id, content: result?.content ?? cancelledText() });
+    }
   }
   return out;
 }
@@ -49,13 +67,3 @@ export function rowToMessage(row: MessageRow): LlmMessage | null {
   }
 }
 
-/** A tool result as the model sees it this turn: text, plus media parts when there are attachments. */
-export function toolResultContent(output: string, attachments: readonly Attachment[] | undefined): string | ContentPart[] {
-  if (!attachments || attachments.length === 0) return output;
-  const parts: ContentPart[] = [{ type: "text", text: output }];
-  for (const a of attachments) {
-    if (a.type === "image") parts.push({ type: "image", mediaType: a.media_type, data: a.data, url: a.url });
-    else if (a.type === "audio" && a.data) parts.push({ type: "audio", mediaType: a.media_type, data: a.data });
-  }
-  return parts;
-}

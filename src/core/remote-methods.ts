@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { ToolError, VeilError } from "../errors.js";
-import type { Runtime } from "../runtime.js";
 import type { RemoteMethods } from "../tools/custom/remote-methods.js";
 import type { Disposable } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
-import type { EventBus } from "../base/events.js";
+import type { EventSink } from "../base/events.js";
 
 /** Manual: "The default timeout is 120 seconds." */
 export const DEFAULT_REMOTE_TIMEOUT_MS = 120_000;
@@ -38,7 +37,7 @@ interface Waiter extends PendingMethod {
 }
 
 export interface RemoteMethodServiceDeps {
-  bus: EventBus;
+  events: EventSink;
   clock: Clock;
   /** default: crypto.randomUUID */
   newId?: () => string;
@@ -84,7 +83,7 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
         this.finish(id, true, new ToolError("TIMEOUT", `remote method "${method}" got no result within ${timeoutMs} ms (no UI answered POST /remote-methods/${id}/result)`)),
       );
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.deps.bus.publish(sessionId, { type: "method.pending", id, method, data, createdAt });
+      void this.deps.events.publish(sessionId, { type: "method.pending", id, method, data, createdAt });
     });
   }
 
@@ -125,7 +124,7 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
     if (!waiter) return false;
     this.pending.delete(id);
     waiter.cleanup();
-    this.deps.bus.publish(waiter.sessionId, { type: "method.done", id, timedOut });
+    void this.deps.events.publish(waiter.sessionId, { type: "method.done", id, timedOut });
     if (error) waiter.reject(error);
     else waiter.resolve(result);
     return true;
@@ -141,11 +140,4 @@ function abortError(method: string, signal: AbortSignal): Error {
 
 export function isRemoteMethodService(value: unknown): value is RemoteMethodService {
   return value instanceof RemoteMethodService;
-}
-
-/** Feature installer: `runtime.services.remoteMethods`, ended with its session and at shutdown. */
-export function installRemoteMethods(runtime: Runtime): void {
-  const service = runtime.resources.get(REMOTE_METHODS_SERVICE, () => new RemoteMethodService({ bus: runtime.bus, clock: runtime.clock }));
-  runtime.services[REMOTE_METHODS_SERVICE] = service;
-  runtime.sessions.onClose((id) => void service.cancelSession(id));
 }

@@ -7,15 +7,15 @@ import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
 import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
 import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
-import type { EventBus } from "../base/events.js";
+import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { Resources } from "./resources.js";
-import { resolveBudget } from "./stop-conditions.js";
+import { resolveBudget } from "../engines/stop-conditions.js";
 
 export interface RunSetupDeps {
   config: VeilConfig;
   store: Store;
-  bus: EventBus;
+  events: EventSink;
   clock: Clock;
   ids: IdGenerator;
   log: Logger;
@@ -52,7 +52,7 @@ export async function prepareRun(
   perCall: { model?: string; reasoning?: ReasoningConfig },
   sessionResources: Resources,
 ): Promise<PreparedRun> {
-  const { config, store, bus, clock, ids, log } = deps;
+  const { config, store, events, clock, ids, log } = deps;
   const id = session.id;
   const agent = deps.agents()[session.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
@@ -86,12 +86,11 @@ export async function prepareRun(
       model,
       toolCallId: call.id,
       store,
-      bus,
       clock,
       ids,
       signal,
-      emitChunk: (chunk) => void bus.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
-      emit: (body) => void bus.publish(id, body),
+      emitChunk: (chunk) => void events.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
+      emit: async (body) => void (await events.publish(id, body)),
       session: sessionResources,
       runtime: deps.runtimeResources,
       services,

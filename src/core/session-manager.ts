@@ -1,20 +1,27 @@
 import { setMaxListeners } from "node:events";
 import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
-import type { LlmClient } from "../llm/types.js";
+import type { Engine, RunIO, RunResult, StopReason } from "../engines/types.js";
+import { selectEngine } from "../engines/select.js";
 import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
-import { closeDanglingToolCalls, type LoopHooks, type RunResult, type StopReason } from "./loop.js";
-import { DEFAULT_ENGINES, selectEngine, type Engine } from "../engines/engine.js";
-import { modeConfig } from "./permissions.js";
+import { rowsToMessages } from "./context-builder.js";
+import { closeDanglingToolCalls } from "./history.js";
+import { modeConfig } from "../tools/permissions.js";
+import { RunRecorder, type RunObserver } from "./recorder.js";
 import { Resources } from "./resources.js";
 import { prepareRun, type RunSetupDeps } from "./run-setup.js";
+import { runToolCall } from "./tool-calls.js";
+
+export type { RunObserver } from "./recorder.js";
 
 export interface SessionManagerDeps extends RunSetupDeps {
-  llm: LlmClient;
-  /** Engines by model key; default: claude-cli for `cc/…` keys, else the native loop. */
-  engines?: readonly Engine[];
+  /** Engines by model key, first match wins (the native loop handles every key last). */
+  engines: readonly Engine[];
 }
+
+/** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
+const ENGINE_STATE_KEY = "engineState";
 
 export interface CreateSessionInput {
   agent: string;
@@ -59,10 +66,6 @@ interface LiveSession {
   /** Waiters for messages drained into the current run. */
   consumed: ((r: RunResult) => void)[];
   closing: boolean;
-}
-
-export interface RunObserver extends LoopHooks {
-  onRunEnd?(result: RunResult): void;
 }
 
 /**
@@ -221,13 +224,18 @@ export class SessionManager {
     };
   }
 
-  /** After a restart: no run survives, dangling tool calls get placeholders, waiting inbox items run. */
-  async recover(): Promise<void> {
+  /** After a restart: no run survives, dangling tool calls get placeholders. */
+  async recoverRuns(): Promise<void> {
     const { store, ids } = this.deps;
     for (const session of await store.listSessions({ status: "running" })) {
       await closeDanglingToolCalls(store, session.id, ids);
       await store.updateSession(session.id, { status: "idle" });
     }
+  }
+
+  /** Starts runs for messages still waiting in the inbox (after recoverRuns; serve mode only). */
+  async resumeInboxes(): Promise<void> {
+    const { store } = this.deps;
     for (const id of await store.sessionsWithInbox()) {
       const session = await store.getSession(id);
       if (session && session.status === "idle" && !this.live.get(id)?.run) this.startRun(id, {});
@@ -261,7 +269,7 @@ export class SessionManager {
 
   private async setStatus(id: string, status: SessionStatus, reason: string): Promise<SessionRow> {
     const row = await this.deps.store.updateSession(id, { status });
-    this.deps.bus.publish(id, { type: "session.state", status, reason });
+    await this.deps.events.publish(id, { type: "session.state", status, reason });
     return row;
   }
 
@@ -287,14 +295,26 @@ export class SessionManager {
   }
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
-    const { store, bus, clock, ids, log } = this.deps;
+    const { store, clock, ids, log, events } = this.deps;
+    const recorder = new RunRecorder({ sessionId: id, store, events, ids, observers: () => [...(this.observers.get(id) ?? [])] });
     let result: RunResult;
     try {
       const session = await this.get(id);
       const turn = await prepareRun(this.deps, session, perCall, live.resources);
       await this.setStatus(id, "running", "run started");
-      const observers = () => [...(this.observers.get(id) ?? [])];
-      result = await selectEngine(this.deps.engines ?? DEFAULT_ENGINES, turn.modelKey).run(
+      const signal = run.controller.signal;
+      const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext };
+      const io: RunIO = {
+        executeTool: (call) => runToolCall(call, executor),
+        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
+        hasPendingInput: () => live.pending.size > 0,
+        stopRequested: () => run.stopRequest,
+        saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
+        clock,
+        log,
+      };
+      const engine = selectEngine(this.deps.engines, turn.modelKey);
+      const stream = engine.run(
         {
           sessionId: id,
           modelKey: turn.modelKey,
@@ -305,39 +325,27 @@ export class SessionManager {
           usageBefore: session.token_usage ?? ZERO_USAGE,
           maxOutputTokens: turn.model.max_output_tokens,
           budget: turn.budget,
+          signal,
+          engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
         },
-        {
-          llm: this.deps.llm,
-          store,
-          bus,
-          clock,
-          ids,
-          log,
-          signal: run.controller.signal,
-          makeContext: turn.makeContext,
-          stopRequested: () => run.stopRequest,
-          hasInbox: () => live.pending.size > 0,
-          drainInbox: () => this.drain(id, live),
-          hooks: {
-            onDrained: (rows) => observers().forEach((o) => o.onDrained?.(rows)),
-            onAssistant: (row, info) => observers().forEach((o) => o.onAssistant?.(row, info)),
-          },
-        },
+        io,
       );
+      for await (const event of stream) await recorder.apply(event);
+      result = recorder.result();
     } catch (error) {
       const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
       if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
-      result = { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code, message: (error as Error).message } };
+      result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
     }
     // A failed run answers every message waiting for it with its error; leaving them in the
     // inbox would restart a run that fails the same way, over and over.
-    if (result.stopReason === "error") await this.drain(id, live).catch(() => []);
+    if (result.stopReason === "error") await this.drain(id, live, recorder).catch(() => []);
     await this.finishRun(id, live, run, result);
     return result;
   }
 
   private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult): Promise<void> {
-    const { store, bus, log } = this.deps;
+    const { store, events, log } = this.deps;
     try {
       const session = await store.getSession(id);
       if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason);
@@ -345,13 +353,14 @@ export class SessionManager {
       log.warn("could not set session idle", { sessionId: id, error: String(error) });
     }
     if (run.controller.signal.aborted) await closeDanglingToolCalls(store, id, this.deps.ids).catch(() => 0);
-    bus.publish(id, {
+    await events.publish(id, {
       type: "chat.done",
       content: result.content,
       finishReason: result.finishReason,
       stopReason: result.stopReason,
       tokenUsage: result.usage,
       messageId: result.messageId,
+      ...(result.costUsd !== undefined ? { cost_usd: result.costUsd } : {}),
       ...(result.error ? { error: result.error } : {}),
     });
     for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
@@ -360,7 +369,7 @@ export class SessionManager {
   }
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */
-  private async drain(id: string, live: LiveSession): Promise<MessageRow[]> {
+  private async drain(id: string, live: LiveSession, recorder: RunRecorder): Promise<MessageRow[]> {
     const items = await this.deps.store.listInbox(id);
     if (items.length === 0) return [];
     const rows = await this.deps.store.deliverInbox(
@@ -373,8 +382,8 @@ export class SessionManager {
         live.pending.delete(row.id);
         live.consumed.push(waiter.resolve);
       }
-      this.deps.bus.publish(id, { type: "chat.message", role: "user", id: row.id, session_id: id, content: row.content, created_at: row.created_at });
     }
+    await recorder.drained(rows);
     return rows;
   }
 }

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
 import { VeilError } from "../errors.js";
-import type { Runtime } from "../runtime.js";
 import type { Clock } from "../base/clock.js";
 
 /** How long a minted token may be used to open a stream. */
@@ -96,11 +95,4 @@ function hash(token: string): string {
 
 export function isStreamTokens(value: unknown): value is StreamTokens {
   return value instanceof StreamTokens;
-}
-
-/** Feature installer: `runtime.services.streamTokens` and `runtime.services.verifyStreamToken` (used by server/app.ts). */
-export function installStreamTokens(runtime: Runtime): void {
-  const tokens = new StreamTokens(runtime.clock);
-  runtime.services[STREAM_TOKENS_SERVICE] = tokens;
-  runtime.services.verifyStreamToken = (token: string, path: string) => tokens.verify(token, path);
 }

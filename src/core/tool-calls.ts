@@ -1,28 +1,24 @@
-import { errorMessage, isVeilError } from "../errors.js";
-import type { ToolCallRequest } from "../llm/types.js";
-import type { Store } from "../store/store.js";
-import { formatThrown, formatToolError, preview } from "../tools/format.js";
-import type { SessionToolset } from "../tools/registry.js";
-import type { Attachment, Logger, ToolContext, ToolOutcome } from "../tools/types.js";
-import type { EventBus } from "../base/events.js";
 import type { Clock } from "../base/clock.js";
+import type { Logger } from "../base/log.js";
+import { errorMessage, isVeilError } from "../errors.js";
+import type { ToolCallResult } from "../engines/types.js";
+import type { ToolCallRequest } from "../llm/types.js";
+import { formatThrown, formatToolError } from "../tools/format.js";
+import { normaliseOutcome } from "../tools/outcome.js";
+import type { SessionToolset } from "../tools/registry.js";
+import type { ToolContext, ToolOutcome } from "../tools/types.js";
+import type { RunRecorder } from "./recorder.js";
 
-export interface ToolCallResult {
-  call: ToolCallRequest;
-  output: string;
-  attachments?: Attachment[];
-  success: boolean;
-  state: "done" | "error" | "cancelled";
-  durationMs: number;
-}
+/** CONTRACT §10: a tool running past this gets a `tool.progress` at least this often. */
+export const PROGRESS_INTERVAL_MS = 5000;
 
-export interface ToolRunDeps {
-  store: Store;
-  bus: EventBus;
+export interface ToolExecutorDeps {
+  toolset: SessionToolset;
   clock: Clock;
   log: Logger;
-  toolset: SessionToolset;
-  sessionId: string;
+  recorder: Pick<RunRecorder, "toolState" | "toolStarted" | "toolProgress" | "toolFinished">;
+  /** The run's signal: cancel, suspend-now and close abort it. */
+  signal: AbortSignal;
   /** Builds the context for one call; the signal is the run's (plus the tool's timeout). */
   makeContext(call: ToolCallRequest, signal: AbortSignal): ToolContext;
 }
@@ -33,29 +29,27 @@ const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
  * Runs one tool call through its persisted states:
  * pending → validating → executing → done | error | cancelled. Never throws.
  */
-export async function runToolCall(call: ToolCallRequest, signal: AbortSignal, deps: ToolRunDeps): Promise<ToolCallResult> {
+export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps): Promise<ToolCallResult> {
+  const { recorder, signal } = deps;
   const started = deps.clock.monotonic();
   const finish = async (state: ToolCallResult["state"], outcome: ToolOutcome, input: unknown): Promise<ToolCallResult> => {
-    const durationMs = Math.round(deps.clock.monotonic() - started);
-    await deps.store.setToolCallState(call.id, deps.sessionId, state, outcome.output);
-    const success = state === "done" && !outcome.isError;
-    deps.bus.publish(deps.sessionId, {
-      type: "tool.end",
-      toolName: call.name,
-      toolCallId: call.id,
-      toolInput: input,
+    const result: ToolCallResult = {
+      call,
       output: outcome.output,
-      outputPreview: preview(outcome.output),
-      success,
-      durationMs,
-    });
-    return { call, output: outcome.output, attachments: outcome.attachments, success, state, durationMs };
+      attachments: outcome.attachments,
+      details: outcome.details ?? null,
+      success: state === "done" && !outcome.isError,
+      state,
+      durationMs: Math.round(deps.clock.monotonic() - started),
+    };
+    await recorder.toolFinished(result, input);
+    return result;
   };
 
-  await deps.store.setToolCallState(call.id, deps.sessionId, "validating");
+  await recorder.toolState(call.id, "validating");
   const parsed = parseArguments(call.arguments);
   const input = parsed.ok ? parsed.value : call.arguments;
-  deps.bus.publish(deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: input });
+  await recorder.toolStarted(call, input);
   if (!parsed.ok) {
     return finish("error", { output: formatToolError("VALIDATION_ERROR", `arguments are not valid JSON (${parsed.error}). Send a JSON object matching the tool's schema.`) }, input);
   }
@@ -66,15 +60,18 @@ export async function runToolCall(call: ToolCallRequest, signal: AbortSignal, de
   if (problem) return finish("error", { output: formatToolError("VALIDATION_ERROR", problem) }, input);
   if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
 
-  await deps.store.setToolCallState(call.id, deps.sessionId, "executing");
+  await recorder.toolState(call.id, "executing");
+  // Checked again after the await: a cancel that landed during it must still stop the call.
+  if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
   const controller = new AbortController();
   const onAbort = () => controller.abort(signal.reason);
   signal.addEventListener("abort", onAbort, { once: true });
   let cancelTimer: (() => void) | undefined;
   if (tool.timeoutMs) cancelTimer = deps.clock.setTimer(tool.timeoutMs, () => controller.abort(new ToolTimeout(tool.timeoutMs!)));
+  const stopProgress = progressTicker(deps, call, started);
   try {
     const raw = await raceAbort(tool.execute(parsed.value, deps.makeContext(call, controller.signal)), controller.signal);
-    const outcome: ToolOutcome = typeof raw === "string" ? { output: raw } : normaliseOutcome(raw);
+    const outcome = normaliseOutcome(raw);
     return await finish(outcome.isError ? "error" : "done", outcome, input);
   } catch (error) {
     if (controller.signal.reason instanceof ToolTimeout) {
@@ -84,9 +81,28 @@ export async function runToolCall(call: ToolCallRequest, signal: AbortSignal, de
     if (!isVeilError(error)) deps.log.error(`tool ${call.name} threw`, { error: errorMessage(error), stack: (error as Error)?.stack });
     return finish("error", { output: formatThrown(error).text }, input);
   } finally {
+    stopProgress();
     cancelTimer?.();
     signal.removeEventListener("abort", onAbort);
   }
+}
+
+/** `tool.progress` every PROGRESS_INTERVAL_MS while the call runs. */
+function progressTicker(deps: ToolExecutorDeps, call: ToolCallRequest, started: number): () => void {
+  let cancel: () => void = () => {};
+  let stopped = false;
+  const arm = () => {
+    cancel = deps.clock.setTimer(PROGRESS_INTERVAL_MS, () => {
+      if (stopped) return;
+      void deps.recorder.toolProgress(call.id, call.name, deps.clock.monotonic() - started).catch(() => {});
+      arm();
+    });
+  };
+  arm();
+  return () => {
+    stopped = true;
+    cancel();
+  };
 }
 
 export function cancelledText(): string {
@@ -144,37 +160,4 @@ function stripForbidden(value: Record<string, unknown>): Record<string, unknown>
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) if (!FORBIDDEN_KEYS.has(key)) out[key] = v;
   return out;
-}
-
-/** Accepts the manual's return shapes: string, { output }, { text, attachments }, { contentBlocks, displayText }. */
-export function normaliseOutcome(raw: unknown): ToolOutcome {
-  if (typeof raw === "string") return { output: raw };
-  if (raw === undefined || raw === null) return { output: "(no output)" };
-  if (typeof raw !== "object") return { output: String(raw) };
-  const value = raw as Record<string, unknown>;
-  if (typeof value.output === "string") return value as unknown as ToolOutcome;
-  if (typeof value.text === "string") {
-    return { output: value.text, attachments: Array.isArray(value.attachments) ? (value.attachments as Attachment[]) : undefined };
-  }
-  if (Array.isArray(value.contentBlocks)) {
-    const attachments: Attachment[] = [];
-    const texts: string[] = [];
-    for (const block of value.contentBlocks as Record<string, unknown>[]) {
-      if (block?.type === "text" && typeof block.text === "string") texts.push(block.text);
-      else if (block?.type === "image_url" && typeof (block.image_url as { url?: string })?.url === "string") {
-        attachments.push(dataUrlAttachment("image", (block.image_url as { url: string }).url));
-      } else if (block?.type === "input_audio") {
-        const audio = block.input_audio as { data?: string; format?: string };
-        attachments.push({ type: "audio", media_type: `audio/${audio?.format ?? "wav"}`, data: audio?.data });
-      }
-    }
-    const display = typeof value.displayText === "string" ? value.displayText : texts.join("\n");
-    return { output: display, attachments };
-  }
-  return { output: JSON.stringify(raw) };
-}
-
-function dataUrlAttachment(type: "image", url: string): Attachment {
-  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  return match ? { type, media_type: match[1]!, data: match[2]! } : { type, media_type: "image/*", url };
 }

@@ -1,5 +1,4 @@
 import { VeilError } from "../errors.js";
-import type { Runtime } from "../runtime.js";
 import type { Store, WakeupRow } from "../store/store.js";
 import type { Disposable, Logger } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
@@ -274,28 +273,4 @@ export function toInfo(row: WakeupRow): WakeupInfo {
 
 export function isWakeupService(value: unknown): value is WakeupService {
   return value instanceof WakeupService;
-}
-
-/**
- * Feature installer: `runtime.services.wakeups`, close/resume listeners, and the
- * re-arming of stored schedules. Messages go in as `{ meta: { source: "wakeup" } }`.
- */
-export async function installWakeups(runtime: Runtime): Promise<void> {
-  const service = runtime.resources.get(
-    WAKEUPS_SERVICE,
-    () =>
-      new WakeupService({
-        store: runtime.store,
-        clock: runtime.clock,
-        log: runtime.log,
-        minLoopSeconds: () => runtime.config.settings.wakeup?.minLoopSeconds ?? 10,
-        deliver: async (sessionId, message) => {
-          await runtime.sessions.send(sessionId, message, { meta: { source: "wakeup" } });
-        },
-      }),
-  );
-  runtime.services[WAKEUPS_SERVICE] = service;
-  runtime.sessions.onClose((id) => service.closed(id));
-  runtime.sessions.onResume((id) => service.resumed(id));
-  await service.start();
 }

@@ -5,7 +5,8 @@ import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { apiError, errorResponse } from "./errors.js";
 import { agentRoutes } from "./routes/agents.js";
-import { sessionEvents, sessionRoutes } from "./routes/sessions.js";
+import { sessionRoutes } from "./routes/sessions.js";
+import { eventRoutes } from "./routes/events.js";
 import { extraRouteModules } from "./routes/index.js";
 
 /** Paths reachable without the bearer secret. */
@@ -42,7 +43,7 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   );
 
   app.get("/health", (c) => c.json({ ok: true, version: VERSION }));
-  app.get("/events", (c) => sessionEvents(c.req.raw, state, c.req.query("session") || undefined));
+  eventRoutes(app, state);
 
   agentRoutes(app, state);
   sessionRoutes(app, state);
@@ -52,10 +53,9 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
 
 /** Streams that a browser opens with EventSource may carry a short-lived token instead (see remote methods). */
 function isTokenAuthenticated(request: Request, state: ServerState): boolean {
-  const verify = state.runtime.services.verifyStreamToken as ((token: string, path: string) => boolean) | undefined;
-  if (!verify || request.method !== "GET") return false;
+  if (request.method !== "GET") return false;
   const url = new URL(request.url);
   const token = url.searchParams.get("token");
-  return token ? verify(token, url.pathname) : false;
+  return token ? state.runtime.streamTokens.verify(token, url.pathname) : false;
 }
 

@@ -1,19 +1,24 @@
 import type { EventBus, EventFilter, VeilEvent } from "../base/events.js";
+import { eventWire } from "../base/event-wire.js";
+import type { EventLog } from "../core/event-log.js";
+import { VeilError } from "../errors.js";
 
 /** Proxies drop idle streams; CONTRACT §6 asks for at least one keepalive every 15 s. */
 export const HEARTBEAT_MS = 15_000;
-/** Events a client may fall behind before it is dropped (it reconnects and replays). */
-export const MAX_QUEUED_EVENTS = 1000;
+/** Bytes a client may fall behind before it is dropped (it reconnects and replays). */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 export interface SseOptions {
   bus: EventBus;
+  /** Replay source for Last-Event-ID (the durable event log). */
+  log?: Pick<EventLog, "replay">;
   filter: EventFilter;
-  /** Which sequence number is the SSE id: per-session `seq` or global `gseq`. */
+  /** Which sequence number is the SSE id: per-session `seq` or store-wide `gseq`. */
   idField: "seq" | "gseq";
   /** From the Last-Event-ID header (or ?lastEventId=), to replay what was missed. */
   lastEventId?: number;
   heartbeatMs?: number;
-  maxQueued?: number;
+  maxBufferedBytes?: number;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   /** Events that go first, before replay and live events (e.g. pending remote methods). */
@@ -27,22 +32,36 @@ export interface SseOptions {
 }
 
 const encoder = new TextEncoder();
+/** Encoded frames per event and id field: serialised and encoded once for every client. */
+const frames = { seq: new WeakMap<VeilEvent, Uint8Array>(), gseq: new WeakMap<VeilEvent, Uint8Array>() };
 
 export function formatSse(data: unknown, id?: number): string {
-  const json = JSON.stringify(data);
+  const json = typeof data === "string" ? data : JSON.stringify(data);
   return `${id !== undefined ? `id: ${id}\n` : ""}data: ${json}\n\n`;
 }
 
+function eventFrame(event: VeilEvent, idField: "seq" | "gseq"): Uint8Array {
+  const cache = frames[idField];
+  let frame = cache.get(event);
+  if (!frame) {
+    frame = encoder.encode(formatSse(eventWire(event), event[idField]));
+    cache.set(event, frame);
+  }
+  return frame;
+}
+
 /**
- * A text/event-stream Response fed by the bus. A slow client never stalls the
- * publisher: when its queue passes maxQueued it is dropped and can reconnect
- * with Last-Event-ID to replay from the bus's bounded buffer.
+ * A text/event-stream Response fed by the bus, with replay from the event log. A slow
+ * client never stalls the publisher: past maxBufferedBytes unread it is dropped and can
+ * reconnect with Last-Event-ID. Live events that arrive during a replay are held and sent
+ * after it, skipping those the replay already carried.
  */
 export function sseResponse(options: SseOptions): Response {
   let unsubscribe = () => {};
   let heartbeat: NodeJS.Timeout | undefined;
   let closed = false;
-  const maxQueued = options.maxQueued ?? MAX_QUEUED_EVENTS;
+  let wakeReplay: (() => void) | null = null;
+  const maxBytes = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
 
   const stream = new ReadableStream<Uint8Array>(
     {
@@ -52,6 +71,7 @@ export function sseResponse(options: SseOptions): Response {
           closed = true;
           unsubscribe();
           clearInterval(heartbeat);
+          wakeReplay?.();
           options.signal.removeEventListener("abort", close);
           try {
             controller.close();
@@ -59,37 +79,67 @@ export function sseResponse(options: SseOptions): Response {
             // already closed by the consumer
           }
         };
-        const send = (text: string) => {
+        const push = (bytes: Uint8Array, force = false) => {
           if (closed) return;
-          if ((controller.desiredSize ?? 1) <= 0) return close();
-          controller.enqueue(encoder.encode(text));
+          if (!force && (controller.desiredSize ?? 1) <= 0) return close();
+          controller.enqueue(bytes);
         };
-        const sendEvent = (event: VeilEvent) => {
-          send(formatSse(event, event[options.idField]));
+        let lastId = options.lastEventId ?? 0;
+        let held: VeilEvent[] | null = options.lastEventId !== undefined && options.log ? [] : null;
+        const sendLive = (event: VeilEvent) => {
+          const id = event[options.idField];
+          if (id !== undefined) {
+            if (id <= lastId) return;
+            lastId = id;
+          }
+          push(eventFrame(event, options.idField));
           if (options.endAfter?.(event)) close();
         };
 
-        send(`: ${options.hello ?? "connected"}\n\n`);
-        for (const item of options.initial?.() ?? []) send(formatSse(item.data, item.id));
-        if (options.lastEventId !== undefined) {
-          const missed = options.bus.replay(options.filter, options.lastEventId);
-          if (missed === null) send(": replay-unavailable (events older than the buffer were dropped)\n\n");
-          else for (const event of missed) sendEvent(event);
-        }
-        // Replay and subscribe happen in the same tick, so no event falls between them.
-        unsubscribe = options.bus.subscribe(options.filter, sendEvent);
-        heartbeat = setInterval(() => send(": keepalive\n\n"), options.heartbeatMs ?? HEARTBEAT_MS);
+        push(encoder.encode(`: ${options.hello ?? "connected"}\n\n`), true);
+        for (const item of options.initial?.() ?? []) push(encoder.encode(formatSse(item.data, item.id)), true);
+        unsubscribe = options.bus.subscribe(options.filter, (event) => (held ? held.push(event) : sendLive(event)));
+        heartbeat = setInterval(() => push(encoder.encode(": keepalive\n\n")), options.heartbeatMs ?? HEARTBEAT_MS);
         heartbeat.unref?.();
         options.signal.addEventListener("abort", close, { once: true });
         options.until?.then(close, close);
+
+        if (held && options.log) {
+          const log = options.log;
+          void (async () => {
+            try {
+              for (;;) {
+                const page = await log.replay(options.filter, lastId);
+                if (closed || page.length === 0) break;
+                for (const event of page) {
+                  lastId = event.id;
+                  if (event.wire) push(encoder.encode(formatSse(event.wire, event.id)), true);
+                }
+                // Replay respects the reader's pace instead of dropping it.
+                while (!closed && (controller.desiredSize ?? 1) <= 0) await new Promise<void>((r) => (wakeReplay = r));
+              }
+            } catch {
+              push(encoder.encode(": replay-unavailable (the event log could not be read)\n\n"), true);
+            }
+            const pending = held ?? [];
+            held = null;
+            for (const event of pending) sendLive(event);
+          })();
+        }
+      },
+      pull() {
+        const wake = wakeReplay;
+        wakeReplay = null;
+        wake?.();
       },
       cancel() {
         closed = true;
         unsubscribe();
         clearInterval(heartbeat);
+        wakeReplay?.();
       },
     },
-    new CountQueuingStrategy({ highWaterMark: maxQueued }),
+    new ByteLengthQueuingStrategy({ highWaterMark: maxBytes }),
   );
 
   return new Response(stream, {
@@ -102,9 +152,16 @@ export function sseResponse(options: SseOptions): Response {
   });
 }
 
-export function parseLastEventId(header: string | undefined, query: string | undefined): number | undefined {
-  const raw = header ?? query;
+/** A sequence number from a header or query: absent → undefined; not a non-negative integer → 400. */
+export function parseSequence(raw: string | undefined, name: string): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   const n = Number(raw);
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n)) {
+    throw new VeilError("VALIDATION_ERROR", `${name} must be a non-negative integer (got ${JSON.stringify(raw.slice(0, 40))})`);
+  }
+  return n;
+}
+
+export function parseLastEventId(header: string | undefined, query: string | undefined): number | undefined {
+  return header !== undefined && header !== "" ? parseSequence(header, "Last-Event-ID") : parseSequence(query, "lastEventId");
 }

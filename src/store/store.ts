@@ -26,6 +26,8 @@ export interface SessionRow {
   token_usage: TokenUsage;
   /** The full prompt window of the last call: input + cache read + cache creation + output. */
   context_size: number;
+  /** Total spend in USD at models.json prices (0 when the model has no `cost`). */
+  cost_usd: number;
   created_at: string;
   updated_at: string;
 }
@@ -73,11 +75,30 @@ export interface MessageRow {
   token_usage: TokenUsage | null;
   /** Free-form: source ("user", "agent", "wakeup"), correlation ids, audit text. */
   meta: Record<string, unknown> | null;
+  /** null for ordinary rows; "summary" for a compaction summary (CONTRACT §11). */
+  kind: string | null;
+  /** Hidden from the model by a compaction; never deleted. */
+  compacted: boolean;
   created_at: string;
 }
 
 export type NewMessage = Pick<MessageRow, "id" | "session_id" | "role"> &
-  Partial<Pick<MessageRow, "content" | "thinking" | "tool_calls" | "tool_call_id" | "finish_reason" | "token_usage" | "meta">>;
+  Partial<Pick<MessageRow, "content" | "thinking" | "tool_calls" | "tool_call_id" | "finish_reason" | "token_usage" | "meta" | "kind">>;
+
+/** One event of a session's durable log (CONTRACT §10), stored as the JSON that is sent. */
+export interface StoredEvent {
+  /** Store-wide order (the SSE id on /events). */
+  gseq: number;
+  session_id: string;
+  /** Per-session order (the SSE id on /sessions/:id/events); never repeats. */
+  seq: number;
+  type: string;
+  ts: number;
+  /** The event as sent on the wire, serialised once. */
+  data: string;
+}
+
+export type NewStoredEvent = Omit<StoredEvent, "gseq">;
 
 export type ToolCallState = "pending" | "validating" | "executing" | "done" | "error" | "cancelled";
 
@@ -136,8 +157,8 @@ export interface Store {
   getSession(id: string): Promise<SessionRow | undefined>;
   listSessions(filter?: { parentSessionId?: string; status?: SessionStatus }): Promise<SessionRow[]>;
   updateSession(id: string, patch: SessionPatch): Promise<SessionRow>;
-  /** Adds usage to the running total and sets context_size, atomically. */
-  addTokenUsage(id: string, usage: TokenUsage, contextSize: number): Promise<void>;
+  /** Adds usage (and its cost) to the running totals and sets context_size, atomically. */
+  addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd?: number): Promise<void>;
   countLiveSessions(): Promise<number>;
   findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined>;
 
@@ -146,6 +167,24 @@ export interface Store {
   listMessages(sessionId: string, options?: { afterSeq?: number; limit?: number }): Promise<MessageRow[]>;
   getMessage(id: string): Promise<MessageRow | undefined>;
   updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void>;
+  /** Flags rows as hidden from the model (compaction); rows are never deleted. */
+  setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void>;
+
+  /** An assistant row and its tool-call rows (state pending), in one transaction. */
+  appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow>;
+  /** A tool result row and its call's terminal state, in one transaction. */
+  recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow>;
+
+  /** Appends events in one transaction; assigns increasing gseq. Callers assign seq. */
+  appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]>;
+  /** A session's events with seq > after, oldest first. */
+  listEvents(sessionId: string, options?: { after?: number; limit?: number }): Promise<StoredEvent[]>;
+  /** Every session's events with gseq > after, oldest first. */
+  listEventsGlobal(options?: { after?: number; limit?: number }): Promise<StoredEvent[]>;
+  /** The highest stored seq of a session (0 when none). */
+  lastEventSeq(sessionId: string): Promise<number>;
+  /** The highest stored gseq (0 when none). */
+  lastEventGseq(): Promise<number>;
 
   upsertToolCall(call: Omit<ToolCallRow, "output" | "started_at" | "ended_at"> & Partial<ToolCallRow>): Promise<void>;
   setToolCallState(id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<void>;

@@ -1,5 +1,5 @@
 import type { AgentConfig } from "../config/types.js";
-import { isToolAllowedWithCustom, modeConfig } from "../core/permissions.js";
+import { isToolAllowedWithCustom, modeConfig } from "./permissions.js";
 import type { BrokenToolFolder, CustomToolSource } from "./registry.js";
 import type { RegisteredTool } from "./types.js";
 

@@ -1,5 +1,5 @@
 import type { AgentConfig, ModeConfig } from "../config/types.js";
-import { isToolAllowed, isToolAllowedWithCustom, modeConfig, permissionMessage } from "../core/permissions.js";
+import { isToolAllowed, isToolAllowedWithCustom, modeConfig, permissionMessage } from "./permissions.js";
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
 import type { Logger, RegisteredTool } from "./types.js";

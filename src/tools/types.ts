@@ -1,9 +1,10 @@
+import type { ToolServices } from "./services.js";
 import type { Logger } from "../base/log.js";
 import type { TSchema, Static } from "../schema.js";
 import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
 import type { IdGenerator } from "../base/ids.js";
-import type { EventBus, VeilEventBody } from "../base/events.js";
+import type { VeilEventBody } from "../base/events.js";
 import type { Store } from "../store/store.js";
 import type { ContentPart } from "../llm/types.js";
 
@@ -46,9 +47,7 @@ export interface ResourceScope {
  * Runtime services some tools need. Each is optional so a runtime (or a test)
  * wires only what it has; a tool that needs a missing one throws TOOL_CONTEXT_INVALID.
  */
-export interface ToolServices {
-  [name: string]: unknown;
-}
+export type { ToolServices } from "./services.js";
 
 export interface ToolContext {
   sessionId: string;
@@ -63,15 +62,14 @@ export interface ToolContext {
   model: ModelInfo;
   toolCallId: string;
   store: Store;
-  bus: EventBus;
   clock: Clock;
   ids: IdGenerator;
   /** Aborted on cancel, session close, or the tool's timeout. */
   signal: AbortSignal;
   /** Streams live output as `tool.chunk`. */
   emitChunk(chunk: string): void;
-  /** Publishes any event for this session. */
-  emit(body: VeilEventBody): void;
+  /** Publishes any event for this session; resolves once it is stored and delivered. */
+  emit(body: VeilEventBody): Promise<void>;
   /** Resources owned by this session (disposed at close). */
   session: ResourceScope;
   /** Resources owned by the runtime (disposed at shutdown). */

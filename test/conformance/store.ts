@@ -225,6 +225,8 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
           finish_reason: null,
           token_usage: null,
           meta: null,
+          kind: null,
+          compacted: false,
           created_at: a.created_at,
         });
         expect(a.created_at).toMatch(ISO);
@@ -479,6 +481,83 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
       });
     });
 
+    describe("steps (assistant rows with their calls, results with their states)", () => {
+      it("writes an assistant row and its pending tool calls together", async () => {
+        await session("s1");
+        const row = await store.appendAssistantStep(
+          message("a1", "s1", { role: "assistant", content: null, tool_calls: [{ id: "c1", name: "bash", arguments: "{}" }, { id: "c2", name: "grep", arguments: "{\"q\":1}" }] }),
+          [{ id: "c1", name: "bash", arguments: "{}" }, { id: "c2", name: "grep", arguments: "{\"q\":1}" }],
+        );
+        expect(row.seq).toBe(1);
+        expect(row.tool_calls?.map((c) => c.id)).toEqual(["c1", "c2"]);
+        const calls = await store.listToolCalls("s1");
+        expect(calls.map((c) => [c.id, c.state, c.message_id])).toEqual([["c1", "pending", "a1"], ["c2", "pending", "a1"]]);
+      });
+
+      it("writes nothing when the step fails (unknown session)", async () => {
+        await expect(store.appendAssistantStep(message("a1", "nope", { role: "assistant" }), [{ id: "c1", name: "bash", arguments: "{}" }])).rejects.toBeDefined();
+        expect(await store.listToolCalls("nope")).toEqual([]);
+      });
+
+      it("records a tool result and its call's terminal state together", async () => {
+        await session("s1");
+        await store.appendAssistantStep(message("a1", "s1", { role: "assistant" }), [{ id: "c1", name: "bash", arguments: "{}" }]);
+        const row = await store.recordToolResult({ sessionId: "s1", callId: "c1", state: "done", message: message("t1", "s1", { role: "tool", content: "out", tool_call_id: "c1" }) });
+        expect(row).toMatchObject({ seq: 2, role: "tool", tool_call_id: "c1", content: "out" });
+        const [call] = await store.listToolCalls("s1");
+        expect(call).toMatchObject({ state: "done", output: "out" });
+        expect(call!.ended_at).toMatch(ISO);
+      });
+
+      it("keeps kind and the compacted flag on messages", async () => {
+        await session("s1");
+        await store.appendMessage(message("m1", "s1"));
+        await store.appendMessage(message("m2", "s1", { role: "assistant", kind: "summary" }));
+        await store.setCompacted("s1", ["m1"]);
+        const rows = await store.listMessages("s1");
+        expect(rows.map((r) => [r.id, r.kind, r.compacted])).toEqual([["m1", null, true], ["m2", "summary", false]]);
+      });
+
+      it("adds cost to the session's total", async () => {
+        await session("s1");
+        await store.addTokenUsage("s1", usage(1), 10, 0.25);
+        await store.addTokenUsage("s1", usage(1), 20, 0.5);
+        await store.addTokenUsage("s1", usage(1), 30);
+        expect((await store.getSession("s1"))?.cost_usd).toBeCloseTo(0.75, 10);
+      });
+    });
+
+    describe("event log", () => {
+      const ev = (sessionId: string, seq: number, type = "chat.message") => ({ session_id: sessionId, seq, type, ts: 1000 + seq, data: JSON.stringify({ type, sessionId, seq }) });
+
+      it("appends in one call, assigns increasing gseq, and lists by session and globally", async () => {
+        const first = await store.appendEvents([ev("s1", 1), ev("s2", 1), ev("s1", 2)]);
+        expect(first.map((e) => e.seq)).toEqual([1, 1, 2]);
+        expect(first[1]!.gseq).toBeGreaterThan(first[0]!.gseq);
+        expect(first[2]!.gseq).toBeGreaterThan(first[1]!.gseq);
+        const more = await store.appendEvents([ev("s1", 3, "tool.end")]);
+        expect(more[0]!.gseq).toBeGreaterThan(first[2]!.gseq);
+
+        const s1 = await store.listEvents("s1");
+        expect(s1.map((e) => e.seq)).toEqual([1, 2, 3]);
+        expect(s1[2]).toEqual({ gseq: more[0]!.gseq, session_id: "s1", seq: 3, type: "tool.end", ts: 1003, data: ev("s1", 3, "tool.end").data });
+        expect((await store.listEvents("s1", { after: 1, limit: 1 })).map((e) => e.seq)).toEqual([2]);
+        expect(await store.listEvents("s1", { after: 3 })).toEqual([]);
+        expect((await store.listEventsGlobal({ after: first[0]!.gseq })).map((e) => [e.session_id, e.seq])).toEqual([["s2", 1], ["s1", 2], ["s1", 3]]);
+        expect((await store.listEventsGlobal({ limit: 2 })).length).toBe(2);
+        expect(await store.lastEventSeq("s1")).toBe(3);
+        expect(await store.lastEventSeq("none")).toBe(0);
+        expect(await store.lastEventGseq()).toBe(more[0]!.gseq);
+        expect(await store.appendEvents([])).toEqual([]);
+      });
+
+      it("refuses a repeated seq for a session and stores none of that batch", async () => {
+        await store.appendEvents([ev("s1", 1)]);
+        await expect(store.appendEvents([ev("s1", 2), ev("s1", 1)])).rejects.toBeDefined();
+        expect((await store.listEvents("s1")).map((e) => e.seq)).toEqual([1]);
+      });
+    });
+
     describe("read markers", () => {
       it("records reads per session and path", async () => {
         expect(await store.hasRead("s1", "/w/a.txt")).toBe(false);
@@ -626,6 +705,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         await store.setWakeup({ session_id: "s1", time: "5", interval_ms: 5000, message: "w", loop: true, next_fire_at: 123, created_at: "2026-01-01T00:00:00.000Z" });
         await store.setSessionMeta("s1", "k", { v: 1 });
         await store.addAudit({ session_id: "s1", kind: "k", data: { x: 1 } });
+        await store.appendEvents([{ session_id: "s1", seq: 1, type: "session.state", ts: 1, data: "{}" }]);
         const before = {
           session: await store.getSession("s1"),
           calls: await store.listToolCalls("s1"),
@@ -646,6 +726,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         expect(await store.listAudit()).toEqual(before.audit);
         expect((await store.findChildByInstanceName("p", "w"))?.id).toBe("s1");
         expect((await store.appendMessage(message("m2", "s1"))).seq).toBe(2);
+        expect(await store.lastEventSeq("s1")).toBe(1);
       });
     });
   });

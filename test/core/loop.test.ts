@@ -25,8 +25,11 @@ describe("agent loop", () => {
     expect(result.stopReason).toBe("stop");
     const types = h.events.filter((e) => e.sessionId === session.id).map((e) => e.type);
     expect(types).toEqual(["session.state", "chat.message", "chat.chunk", "chat.chunk", "chat.message", "session.state", "chat.done"]);
+    // Stored events are numbered densely; streaming deltas go out live with no seq.
     const seqs = h.events.filter((e) => e.sessionId === session.id).map((e) => e.seq);
-    expect(seqs).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(seqs).toEqual([1, 2, undefined, undefined, 3, 4, 5]);
+    const stored = await h.runtime.store.listEvents(session.id);
+    expect(stored.map((e) => e.type)).toEqual(["session.state", "chat.message", "chat.message", "session.state", "chat.done"]);
 
     const request = h.llm.completionRequests[0]!.body;
     expect(request.model).toBe("fake-model");
@@ -78,8 +81,11 @@ describe("agent loop", () => {
     await (await h.runtime.sessions.send(session.id, "go")).result;
     const ends = h.events.filter((e) => e.type === "tool.end").map((e) => (e as { toolName: string }).toolName);
     expect(ends).toEqual(["log_write", "sleep"]);
+    // Each result is stored the moment its call ends (so a crash keeps it); the model still sees them in call order.
     const tools = (await h.runtime.store.listMessages(session.id)).filter((m) => m.role === "tool");
-    expect(tools.map((m) => m.content)).toEqual(["Slept 0.2 seconds.", "fast"]);
+    expect(tools.map((m) => m.content)).toEqual(["fast", "Slept 0.2 seconds."]);
+    const next = h.llm.completionRequests[1]!.body.messages.filter((m: { role: string }) => m.role === "tool");
+    expect(next.map((m: { content: string }) => m.content)).toEqual(["Slept 0.2 seconds.", "fast"]);
   });
 
   it("answers malformed arguments, unknown tools and schema errors with errors the model can act on", async () => {
@@ -219,7 +225,9 @@ describe("agent loop", () => {
     const sleepResult = messages.find((m) => m.role === "tool" && m.tool_call_id === assistant.tool_calls![0]!.id)!;
     expect(sleepResult.content).toMatch(/^Error: CANCELLED —/);
     const states = (await h.runtime.store.listToolCalls(session.id)).map((c) => [c.name, c.state]);
-    expect(states).toEqual(expect.arrayContaining([["sleep", "cancelled"], ["log_write", "done"]]));
+    // The quick call may have finished or may have been stopped by the cancel; either way it is answered.
+    expect(states).toContainEqual(["sleep", "cancelled"]);
+    expect(states.find(([name]) => name === "log_write")?.[1]).toMatch(/^(done|cancelled)$/);
   });
 
   it("a provider that is down gives a clear error and keeps the user message", async () => {

@@ -1,20 +1,21 @@
 import { describe, expect, it } from "vitest";
+import type { VeilEvent } from "../../src/base/events.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";
 import { eventBusConformance } from "../conformance/event-bus.js";
 
-eventBusConformance("in-process", ({ replayEvents }) => new InProcessEventBus({ replayEvents, perSessionReplay: replayEvents }));
+eventBusConformance("in-process", () => new InProcessEventBus());
 
-describe("InProcessEventBus memory bounds", () => {
-  it("keeps replay rings for the most recently active sessions only, and never restarts a session's seq", () => {
-    const bus = new InProcessEventBus({ replayEvents: 10, perSessionReplay: 10, replaySessions: 2 });
-    bus.publish("a", { type: "chat.chunk", content: "a1" });
-    bus.publish("b", { type: "chat.chunk", content: "b1" });
-    bus.publish("c", { type: "chat.chunk", content: "c1" });
-    expect(bus.replay({ sessionId: "a" }, 0)).toBeNull();
-    expect(bus.replay({ sessionId: "c" }, 0)!.map((e) => e.seq)).toEqual([1]);
-    const again = bus.publish("a", { type: "chat.chunk", content: "a2" });
-    expect(again.seq).toBe(2);
-    expect(bus.replay({ sessionId: "a" }, 1)!.map((e) => (e as { content: string }).content)).toEqual(["a2"]);
-    expect(bus.replay({ sessionId: "b" }, 0)).toBeNull();
+describe("InProcessEventBus", () => {
+  it("reports a throwing handler to onHandlerError and keeps delivering", () => {
+    const errors: unknown[] = [];
+    const bus = new InProcessEventBus({ onHandlerError: (e) => errors.push(e) });
+    const seen: VeilEvent[] = [];
+    bus.subscribe({}, () => {
+      throw new Error("boom");
+    });
+    bus.subscribe({}, (e) => seen.push(e));
+    bus.deliver({ type: "chat.chunk", content: "x", sessionId: "a", ts: 1 });
+    expect(seen).toHaveLength(1);
+    expect(String(errors[0])).toContain("boom");
   });
 });

@@ -24,7 +24,7 @@ describe("recovery after a crash", () => {
     h.llm.enqueue(reply().text("recovered").stop());
     const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: memoryLogger(), store, bus: h.runtime.bus });
     const done = new Promise<void>((resolve) => h.runtime.bus.subscribe({ sessionId: session.id, types: ["chat.done"] }, () => resolve()));
-    await restarted.sessions.recover();
+    await restarted.start();
     await done;
     const messages = await store.listMessages(session.id);
     expect(messages.map((m) => [m.role, m.content])).toEqual([

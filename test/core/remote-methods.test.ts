@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Type } from "../../src/schema.js";
 import { ManualClock } from "../../src/base/clock.js";
-import type { VeilEvent } from "../../src/base/events.js";
+import type { EventSink, VeilEvent } from "../../src/base/events.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";
 import { RemoteMethodService } from "../../src/core/remote-methods.js";
-import { builtinTools } from "../../src/tools/builtin/index.js";
+import { allBuiltinTools as builtinTools } from "../../src/core/builtins.js";
 import { defineTool } from "../../src/tools/define.js";
 import { isRemoteMethods } from "../../src/tools/custom/remote-methods.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
@@ -12,10 +12,18 @@ import { reply } from "../helpers/fake-llm.js";
 
 function setup() {
   const clock = new ManualClock();
-  const bus = new InProcessEventBus({ clock });
+  const bus = new InProcessEventBus();
   const events: VeilEvent[] = [];
   bus.subscribe({}, (e) => events.push(e));
-  const service = new RemoteMethodService({ bus, clock });
+  // The service's port: a sink that delivers at once, so each step's events can be checked in line.
+  const sink: EventSink = {
+    async publish(sessionId, body) {
+      const event = { ...body, sessionId, ts: clock.now() } as VeilEvent;
+      bus.deliver(event);
+      return event;
+    },
+  };
+  const service = new RemoteMethodService({ events: sink, clock });
   const kinds = () => events.map((e) => [e.type, (e as { id: string }).id, (e as { timedOut?: boolean }).timedOut]);
   return { clock, bus, events, service, kinds };
 }

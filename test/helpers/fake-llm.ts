@@ -8,6 +8,10 @@
  * llm.enqueue(reply().thinking("hmm").tool("read_file", { file: "/x" }).stop());
  * llm.enqueue(httpError(429, { retryAfter: "1" }));
  * llm.respond((req) => reply().text(`echo ${req.body.model}`).stop());
+ *
+ * const small = await startFakeLlm({ contextLimit: 4000, promptCache: true });
+ * // prompts over 4000 tokens (JSON of the messages / 4) get OpenAI's 400 context_length_exceeded;
+ * // usage reports the prefix shared with the previous request as prompt_tokens_details.cached_tokens
  * ...
  * await llm.close();
  * ```
@@ -214,6 +218,39 @@ function errorType(status: number): string {
 
 export type Responder = (request: FakeRequest) => FakeReply | Promise<FakeReply>;
 
+export interface FakeLlmOptions {
+  /**
+   * Answer HTTP 400 `context_length_exceeded` (OpenAI's body) to any chat request whose prompt
+   * is over this many tokens, without consuming a queued reply. Prompt size = promptTokensOf().
+   */
+  contextLimit?: number;
+  /**
+   * Simulate a provider prompt cache: usage reports the prompt's prefix shared with the
+   * previous chat request (serialized messages, chars / 4) as `cached_tokens`, unless the
+   * reply's own usage sets cached_tokens.
+   */
+  promptCache?: boolean;
+}
+
+/** The fake's prompt size of a request body: JSON of the messages, 4 chars per token, at least 1. */
+export function promptTokensOf(body: any): number {
+  return Math.max(1, Math.ceil(JSON.stringify(body?.messages ?? []).length / 4));
+}
+
+/** OpenAI's answer to a prompt over the window (the phrasing vLLM and OpenRouter copy). */
+export function contextLengthExceeded(limit: number, prompt: number): ErrorReply {
+  return httpError(400, {
+    body: {
+      error: {
+        message: `This model's maximum context length is ${limit} tokens. However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`,
+        type: "invalid_request_error",
+        param: "messages",
+        code: "context_length_exceeded",
+      },
+    },
+  });
+}
+
 export interface FakeLlm {
   /** "http://127.0.0.1:PORT/v1" */
   readonly baseUrl: string;
@@ -229,10 +266,17 @@ export interface FakeLlm {
   waitForRequests(n: number): Promise<FakeRequest[]>;
   /** Replies still queued. */
   pending(): number;
+  /** Change (or lift, with null) the context limit of FakeLlmOptions. */
+  setContextLimit(tokens: number | null): void;
+  /** Chat requests answered with context_length_exceeded, in arrival order. */
+  readonly overflowed: FakeRequest[];
   close(): Promise<void>;
 }
 
-export async function startFakeLlm(): Promise<FakeLlm> {
+export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
+  let contextLimit = options.contextLimit ?? null;
+  let previousPrompt = "";
+  const overflowed: FakeRequest[] = [];
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   const completionRequests: FakeRequest[] = [];
@@ -284,6 +328,16 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       return sendJson(res, 400, { error: { message: "fake-llm: request body is not JSON", type: "invalid_request_error" } });
     }
 
+    const promptTokens = promptTokensOf(body);
+    if (contextLimit !== null && promptTokens > contextLimit) {
+      overflowed.push(record);
+      const answer = contextLengthExceeded(contextLimit, promptTokens);
+      return sendJson(res, answer.status, answer.body);
+    }
+    const serialized = JSON.stringify(body.messages ?? []);
+    const cachedTokens = options.promptCache ? Math.floor(sharedPrefix(serialized, previousPrompt) / 4) : 0;
+    previousPrompt = serialized;
+
     const next = queue.shift() ?? (responder ? await responder(record) : undefined);
     if (!next) {
       return sendJson(res, 500, {
@@ -298,12 +352,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       case "http-error":
         return sendJson(res, next.status, next.body, next.headers);
       case "stream":
-        if (body.stream === true) return streamReply(res, next, id, model, body);
-        return jsonReply(res, next, id, model, body);
+        if (body.stream === true) return streamReply(res, next, id, model, body, cachedTokens);
+        return jsonReply(res, next, id, model, body, cachedTokens);
     }
   }
 
-  async function streamReply(res: ServerResponse, r: StreamReply, id: string, model: string, body: any): Promise<void> {
+  async function streamReply(res: ServerResponse, r: StreamReply, id: string, model: string, body: any, cachedTokens: number): Promise<void> {
     const created = Math.floor(Date.now() / 1000);
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.flushHeaders();
@@ -348,12 +402,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       return;
     }
     chunk({}, r.finishReason);
-    send(res, { id, object: "chat.completion.chunk", created, model, choices: [], usage: wireUsage(r, body) });
+    send(res, { id, object: "chat.completion.chunk", created, model, choices: [], usage: wireUsage(r, body, cachedTokens) });
     if (r.done) res.write("data: [DONE]\n\n");
     res.end();
   }
 
-  async function jsonReply(res: ServerResponse, r: StreamReply, id: string, model: string, body: any): Promise<void> {
+  async function jsonReply(res: ServerResponse, r: StreamReply, id: string, model: string, body: any, cachedTokens: number): Promise<void> {
     let content = "";
     let thinking = "";
     const toolCalls: object[] = [];
@@ -376,7 +430,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       created: Math.floor(Date.now() / 1000),
       model,
       choices: [{ index: 0, message, finish_reason: r.finishReason }],
-      usage: wireUsage(r, body),
+      usage: wireUsage(r, body, cachedTokens),
     });
   }
 
@@ -402,6 +456,10 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       return new Promise((resolve) => waiters.push({ n, resolve }));
     },
     pending: () => queue.length,
+    setContextLimit(tokens) {
+      contextLimit = tokens;
+    },
+    overflowed,
     async close() {
       if (closed) return;
       closed = true;
@@ -439,16 +497,24 @@ function splitInto(text: string, n: number): string[] {
   return pieces;
 }
 
-function wireUsage(r: StreamReply, body: any): object {
+/** Length of the common prefix of two strings. */
+function sharedPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+function wireUsage(r: StreamReply, body: any, cachedTokens = 0): object {
   const u = r.usage ?? {};
   const output = r.steps.reduce((n, s) => n + (s.kind === "text" || s.kind === "thinking" ? s.text.length : s.kind === "tool" ? s.args.length : 0), 0);
-  const prompt = u.prompt_tokens ?? Math.max(1, Math.ceil(JSON.stringify(body?.messages ?? []).length / 4));
+  const prompt = u.prompt_tokens ?? promptTokensOf(body);
   const completion = u.completion_tokens ?? Math.max(1, Math.ceil(output / 4));
   const usage: Record<string, unknown> = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: u.total_tokens ?? prompt + completion,
-    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? 0, ...(u.cache_write_tokens !== undefined ? { cache_write_tokens: u.cache_write_tokens } : {}) },
+    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? Math.min(cachedTokens, prompt), ...(u.cache_write_tokens !== undefined ? { cache_write_tokens: u.cache_write_tokens } : {}) },
   };
   if (u.reasoning_tokens !== undefined) usage.completion_tokens_details = { reasoning_tokens: u.reasoning_tokens };
   return usage;

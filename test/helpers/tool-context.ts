@@ -5,6 +5,7 @@ import { builtinDefaultAgent, defaultModelInfo, defaultSettings } from "../../sr
 import { systemClock, type Clock } from "../../src/base/clock.js";
 import { randomIds } from "../../src/base/ids.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";
+import { EventLog } from "../../src/core/event-log.js";
 import type { VeilEvent } from "../../src/base/events.js";
 import { Resources } from "../../src/core/resources.js";
 import { memoryLogger } from "../../src/base/log.js";
@@ -51,6 +52,7 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
   const bus = new InProcessEventBus();
   const events: VeilEvent[] = [];
   bus.subscribe({}, (e) => events.push(e));
+  const eventLog = new EventLog({ store, bus, clock: options.clock ?? systemClock, log: memoryLogger() });
   const settings: Settings = { ...defaultSettings(), ...options.settings } as Settings;
   const agent: AgentConfig = { ...builtinDefaultAgent(), ...options.agent } as AgentConfig;
   const model: ModelInfo = { ...defaultModelInfo(), ...options.model };
@@ -87,12 +89,11 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
       model,
       toolCallId,
       store,
-      bus,
       clock,
       ids: randomIds,
       signal: new AbortController().signal,
-      emitChunk: (chunk) => void bus.publish(session.id, { type: "tool.chunk", toolName: "test", toolCallId, chunk }),
-      emit: (body) => void bus.publish(session.id, body),
+      emitChunk: (chunk) => void eventLog.publish(session.id, { type: "tool.chunk", toolName: "test", toolCallId, chunk }),
+      emit: async (body) => void (await eventLog.publish(session.id, body)),
       session: sessionResources,
       runtime: runtimeResources,
       services: options.services ?? {},
@@ -114,7 +115,7 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
       const problem = tool.validate(input);
       if (problem) return { output: `Error: VALIDATION_ERROR — ${problem}`, success: false };
       try {
-        const result = await tool.execute(input, context(overrides));
+        const result = await tool.execute(input, context(overrides)).finally(() => eventLog.flush());
         const outcome: ToolOutcome = typeof result === "string" ? { output: result } : result;
         return { ...outcome, success: !outcome.isError };
       } catch (error) {
@@ -122,6 +123,7 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
       }
     },
     async close() {
+      await eventLog.flush();
       await sessionResources.dispose();
       await runtimeResources.dispose();
       await store.close();

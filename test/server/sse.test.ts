@@ -1,11 +1,33 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { systemClock } from "../../src/base/clock.js";
+import { memoryLogger } from "../../src/base/log.js";
+import { EventLog } from "../../src/core/event-log.js";
 import { InProcessEventBus } from "../../src/core/memory-bus.js";
 import { sseResponse } from "../../src/server/sse.js";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { readSse } from "../helpers/sse-client.js";
+import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+let ws: TempWorkspace;
+let store: SqliteStore;
+let bus: InProcessEventBus;
+let log: EventLog;
+
+beforeEach(() => {
+  ws = tmpWorkspace();
+  store = SqliteStore.open(join(ws.root, "veil.db"));
+  bus = new InProcessEventBus();
+  log = new EventLog({ store, bus, clock: systemClock, log: memoryLogger() });
+});
+afterEach(async () => {
+  await log.flush();
+  await store.close();
+  ws.cleanup();
+});
 
 describe("SSE streams", () => {
-  it("drops a client that falls too far behind instead of buffering without bound", async () => {
-    const bus = new InProcessEventBus();
+  it("drops a client that falls too far behind, and its reconnect replays every stored event it missed", async () => {
     let subscribers = 0;
     const original = bus.subscribe.bind(bus);
     bus.subscribe = (filter, handler) => {
@@ -17,27 +39,45 @@ describe("SSE streams", () => {
       };
     };
     const controller = new AbortController();
-    const res = sseResponse({ bus, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal, maxQueued: 5 });
+    const res = sseResponse({ bus, log, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal, maxBufferedBytes: 2000 });
     expect(subscribers).toBe(1);
-    // Nobody reads: the publisher keeps going and the stream is cut once 5 events are queued.
-    for (let i = 0; i < 100; i++) bus.publish("s", { type: "chat.chunk", content: String(i) });
+    // Nobody reads: the publisher keeps going and the stream is cut once ~2 KB are unread.
+    for (let i = 0; i < 100; i++) void log.publish("s", { type: "session.state", status: "idle", reason: `r${i}` });
+    await log.flush();
     expect(subscribers).toBe(0);
     const got = await readSse(res);
-    expect(got.length).toBeLessThan(10);
+    expect(got.length).toBeLessThan(40);
     expect(got.length).toBeGreaterThan(0);
-    // It reconnects and replays everything it missed from the bus buffer.
     const lastSeen = Number(got.at(-1)!.id);
-    const again = sseResponse({ bus, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal, lastEventId: lastSeen, until: Promise.resolve() });
+    const again = sseResponse({ bus, log, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal, lastEventId: lastSeen, until: new Promise((r) => setTimeout(r, 50)) });
     const replayed = await readSse(again);
     expect(replayed.map((e) => Number(e.id))).toEqual(Array.from({ length: 100 - lastSeen }, (_, i) => lastSeen + 1 + i));
+    expect(replayed.at(-1)!.data).toMatchObject({ type: "session.state", sessionId: "s", seq: 100, reason: "r99" });
+  });
+
+  it("sends deltas live with no id, and a replay that races live events carries each stored event once, in order", async () => {
+    for (let i = 1; i <= 5; i++) await log.publish("s", { type: "session.state", status: "running", reason: String(i) });
+    const controller = new AbortController();
+    const res = sseResponse({ bus, log, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal, lastEventId: 2 });
+    // Published while the replay reads the store.
+    void log.publish("s", { type: "chat.chunk", content: "delta" });
+    void log.publish("s", { type: "session.state", status: "idle", reason: "6" });
+    await log.flush();
+    setTimeout(() => controller.abort(), 50);
+    const got = await readSse(res);
+    const stored = got.filter((e) => e.id !== undefined).map((e) => Number(e.id));
+    expect(stored).toEqual([3, 4, 5, 6]);
+    const delta = got.find((e) => e.data?.type === "chat.chunk");
+    expect(delta?.id).toBeUndefined();
+    expect(delta?.data).toMatchObject({ content: "delta", sessionId: "s" });
+    expect(delta?.data.seq).toBeUndefined();
   });
 
   it("ends when the client disconnects and unsubscribes", async () => {
-    const bus = new InProcessEventBus();
     const controller = new AbortController();
-    const res = sseResponse({ bus, filter: {}, idField: "gseq", signal: controller.signal });
+    const res = sseResponse({ bus, log, filter: {}, idField: "gseq", signal: controller.signal });
     const reading = readSse(res);
-    bus.publish("a", { type: "chat.chunk", content: "x" });
+    await log.publish("a", { type: "chat.chunk", content: "x" });
     controller.abort();
     const got = await reading;
     expect(got.map((e) => e.data?.content)).toEqual(["x"]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { builtinTools } from "../../src/tools/builtin/index.js";
+import { allBuiltinTools as builtinTools } from "../../src/core/builtins.js";
 import { sharedValidators } from "../../src/tools/validation.js";
 
 describe("built-in tool registry", () => {

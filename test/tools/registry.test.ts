@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentConfig, ModeConfig } from "../../src/config/types.js";
 import { builtinDefaultAgent, defaultMode } from "../../src/config/defaults.js";
 import { memoryLogger } from "../../src/base/log.js";
-import { builtinTools } from "../../src/tools/builtin/index.js";
+import { allBuiltinTools as builtinTools } from "../../src/core/builtins.js";
 import { describeTools } from "../../src/tools/catalog.js";
 import { createCustomToolSource, type FolderToolSource } from "../../src/tools/custom/source.js";
 import { SessionToolset } from "../../src/tools/registry.js";

@@ -3,7 +3,7 @@ import type { MessageRow, SessionRow, Store } from "../../store/store.js";
 import type { Logger } from "../../tools/types.js";
 import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
-import type { RunResult } from "../loop.js";
+import type { RunResult } from "../../engines/types.js";
 import type { SessionManager } from "../session-manager.js";
 import { COINCIDED_TEXT, finalText, formatFullSteps, stillRunningReminder, wrapAgentMessage } from "./messages.js";
 

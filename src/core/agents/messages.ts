@@ -1,6 +1,6 @@
 import type { MessageRow } from "../../store/store.js";
 import { systemReminder } from "../../tools/format.js";
-import type { RunResult } from "../loop.js";
+import type { RunResult } from "../../engines/types.js";
 
 /** Audit text the manual gives a msg#2+ whose first text was the run's final reply (§3.3.1). */
 export const COINCIDED_TEXT = "(coincided with final reply — see msg#1 reply)";

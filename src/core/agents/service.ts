@@ -92,10 +92,17 @@ export function isMultiAgentService(value: unknown): value is MultiAgentService 
   return value instanceof MultiAgentService;
 }
 
+declare module "../../tools/services.js" {
+  interface ToolServices {
+    /** agent_spawn / agent_message / agent_control (installed by the runtime). */
+    multiAgent?: MultiAgentService;
+  }
+}
+
 /** The service from a tool's context, or TOOL_CONTEXT_INVALID when the runtime did not install it. */
 export function multiAgent(ctx: ToolContext): MultiAgentService {
-  const service = ctx.services[MULTI_AGENT_SERVICE];
-  if (!isMultiAgentService(service)) {
+  const service = ctx.services.multiAgent;
+  if (!service) {
     throw new ToolError("TOOL_CONTEXT_INVALID", "the multi-agent tools are not available: this runtime has no multi-agent service");
   }
   return service;

@@ -4,17 +4,20 @@ import { VeilError, errorMessage, isVeilError } from "../../errors.js";
 import { modelInfo } from "../../llm/models.js";
 import { ClaudeProcesses } from "./processes.js";
 import { loadClaudeSdk, importClaudeSdk, type SdkImporter } from "./sdk-loader.js";
-import type { RunEngine, RunEvent, RunIO, RunRequest } from "./seam.js";
+import type { Engine, RunEvent, RunIO, RunRequest } from "../types.js";
 
 export const CLAUDE_CLI_PREFIX = "cc/";
 
+export type ClaudeCliConfig = Pick<VeilConfig, "settings" | "env" | "models"> & { paths: Pick<VeilConfig["paths"], "workspace"> };
+
 export interface ClaudeCliEngineOptions {
-  config: Pick<VeilConfig, "settings" | "env" | "models"> & { paths: Pick<VeilConfig["paths"], "workspace"> };
+  /** The configuration, or a getter for it (read at the start of each turn). */
+  config: ClaudeCliConfig | (() => ClaudeCliConfig);
   /** default: import("@anthropic-ai/claude-agent-sdk") */
   importSdk?: SdkImporter;
 }
 
-export interface ClaudeCliEngine extends RunEngine {
+export interface ClaudeCliEngine extends Engine {
   /** Ends every `claude` process this engine started (server shutdown). */
   shutdown(): Promise<void>;
   /** Pids of the live `claude` processes (diagnostics and tests). */
@@ -40,9 +43,9 @@ export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCl
     let turn;
     try {
       const sdk = await loadClaudeSdk(importSdk);
-      checkExecutable(options.config.settings.claudeCli?.executable);
+      const config = typeof options.config === "function" ? options.config() : options.config;
+      checkExecutable(config.settings.claudeCli?.executable);
       const { ClaudeTurn } = await import("./turn.js");
-      const { config } = options;
       turn = new ClaudeTurn(request, io, {
         sdk,
         settings: config.settings,

@@ -1,6 +1,6 @@
 import type { AssistantMessage, ToolCallRequest } from "../../llm/types.js";
 import type { TokenUsage } from "../../base/usage.js";
-import type { RunEvent } from "./seam.js";
+import type { RunEvent } from "../types.js";
 import { veilToolName } from "./tool-plan.js";
 
 /** Usage fields of Anthropic's message_start / message_delta. */

@@ -1,6 +1,6 @@
 import type { Clock } from "../../base/clock.js";
 import type { ToolCallRequest } from "../../llm/types.js";
-import type { RunEvent } from "./seam.js";
+import type { RunEvent } from "../types.js";
 
 /** tool.progress cadence for native tools (CONTRACT §10: at least every 5 s). */
 export const PROGRESS_INTERVAL_MS = 5000;

@@ -1,4 +1,6 @@
 import type { ClaudeCliSettings, ModelInfo, ReasoningConfig, Settings } from "../../config/types.js";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { VeilError } from "../../errors.js";
 import { VERSION } from "../../version.js";
 
@@ -25,15 +27,29 @@ export function effortFor(reasoning: ReasoningConfig | null): "low" | "medium" |
   return effort === "minimal" ? "low" : effort;
 }
 
-/** The key the child gets: apiKey > apiKeyEnv > ANTHROPIC_API_KEY. A named but unset variable is a config error. */
+/**
+ * The key the child gets: apiKey > apiKeyEnv > ANTHROPIC_API_KEY. A named but unset
+ * variable, or no credential at all (not even a `claude /login`), is a config error.
+ */
 export function resolveApiKey(cli: ClaudeCliSettings | undefined, env: Record<string, string | undefined>): string | undefined {
   if (cli?.apiKey) return cli.apiKey;
   if (cli?.apiKeyEnv) {
     const value = env[cli.apiKeyEnv];
-    if (!value) throw new VeilError("CONFIG_ERROR", `settings.claudeCli.apiKeyEnv names ${cli.apiKeyEnv}, which is not set in the environment`);
+    if (!value) throw new VeilError("CONFIG_ERROR", `the claude-cli engine's key: settings.claudeCli.apiKeyEnv names ${cli.apiKeyEnv}, which is not set in the environment`);
     return value;
   }
-  return env.ANTHROPIC_API_KEY || undefined;
+  if (env.ANTHROPIC_API_KEY) return env.ANTHROPIC_API_KEY;
+  if (!hasClaudeLogin(env)) {
+    throw new VeilError("CONFIG_ERROR", "the claude-cli engine has no Anthropic API key: set settings.claudeCli.apiKey or apiKeyEnv, or ANTHROPIC_API_KEY (or log in with `claude /login`)");
+  }
+  return undefined;
+}
+
+/** Credentials the claude binary finds by itself (a token in the environment, or a stored login). */
+function hasClaudeLogin(env: Record<string, string | undefined>): boolean {
+  if (env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN) return true;
+  const dir = env.CLAUDE_CONFIG_DIR ?? (env.HOME ? join(env.HOME, ".claude") : undefined);
+  return dir !== undefined && existsSync(join(dir, ".credentials.json"));
 }
 
 /**

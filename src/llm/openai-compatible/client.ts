@@ -7,11 +7,12 @@
  * that the SDK's types hide; (3) exact control over error classification and no hidden
  * retry layer. The parser is ~60 lines, the rest is mapping we would write anyway.
  */
-import type { ProviderConfig } from "../../config/types.js";
+import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
 import { httpError, inStreamError, networkError, parseRetryAfter } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
+import { reasoningStyleFor } from "./reasoning.js";
 import { toWireRequest } from "./to-wire.js";
 
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
@@ -34,6 +35,7 @@ export function createOpenAiProvider(name: string, config: ProviderConfig, optio
     fetch: options.fetch ?? globalThis.fetch,
     timeoutMs: options.timeoutMs ?? config.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS,
     now: options.now ?? Date.now,
+    reasoningStyle: reasoningStyleFor(config),
   };
   return { name, stream: (request) => streamChat(settings, request) };
 }
@@ -46,6 +48,7 @@ interface StreamSettings {
   fetch: typeof fetch;
   timeoutMs: number;
   now: () => number;
+  reasoningStyle: ReasoningStyle;
 }
 
 /** The API key from config.apiKey or env[config.apiKeyEnv]; an Error message when it is missing. */
@@ -101,7 +104,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
           ...(auth.key ? { authorization: `Bearer ${auth.key}` } : {}),
           ...s.config.headers,
         },
-        body: JSON.stringify(toWireRequest(request, true)),
+        body: JSON.stringify(toWireRequest(request, true, s.reasoningStyle)),
         signal: controller.signal,
       });
     } catch (error) {

@@ -1,4 +1,6 @@
+import type { ReasoningStyle } from "../../config/types.js";
 import type { ContentPart, LlmMessage, LlmRequest, LlmToolSpec } from "../types.js";
+import { reasoningFields, thinkingEchoField, type WireReasoningFields } from "./reasoning.js";
 
 /** OpenAI chat-completions wire shapes (the subset we send). */
 export type WireContentPart =
@@ -15,7 +17,7 @@ export interface WireToolCall {
 export type WireMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string | WireContentPart[] }
-  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
+  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[]; reasoning_content?: string; reasoning?: string }
   | { role: "tool"; tool_call_id: string; content: string };
 
 export interface WireTool {
@@ -23,23 +25,22 @@ export interface WireTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-export interface WireRequest {
+export interface WireRequest extends WireReasoningFields {
   model: string;
   messages: WireMessage[];
   stream: boolean;
   stream_options?: { include_usage: boolean };
   tools?: WireTool[];
-  reasoning_effort?: string;
   max_tokens?: number;
   temperature?: number;
 }
 
-/** Builds the request body for POST /chat/completions. */
-export function toWireRequest(request: LlmRequest, stream = true): WireRequest {
-  const body: WireRequest = { model: request.model, messages: toWireMessages(request.messages), stream };
+/** Builds the request body for POST /chat/completions; `style` is the provider's reasoning dialect. */
+export function toWireRequest(request: LlmRequest, stream = true, style: ReasoningStyle = "openai"): WireRequest {
+  const body: WireRequest = { model: request.model, messages: toWireMessages(request.messages, style), stream };
   if (stream) body.stream_options = { include_usage: true };
   if (request.tools && request.tools.length > 0) body.tools = request.tools.map(toWireTool);
-  if (request.reasoning?.effort) body.reasoning_effort = request.reasoning.effort;
+  Object.assign(body, reasoningFields(request.reasoning, style, request.maxTokens));
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   return body;
@@ -54,7 +55,8 @@ export function toWireTool(tool: LlmToolSpec): WireTool {
  * image/audio parts go into one user message placed after the run of consecutive tool
  * messages (a user message between two tool results would break the tool_calls pairing).
  */
-export function toWireMessages(messages: LlmMessage[]): WireMessage[] {
+export function toWireMessages(messages: LlmMessage[], style: ReasoningStyle = "openai"): WireMessage[] {
+  const echo = thinkingEchoField(style);
   const out: WireMessage[] = [];
   let pendingMedia: WireContentPart[] = [];
   const flushMedia = () => {
@@ -79,6 +81,7 @@ export function toWireMessages(messages: LlmMessage[]): WireMessage[] {
             type: "function",
             function: { name: call.name, arguments: call.arguments },
           }));
+          if (echo && message.thinking) wire[echo] = message.thinking;
         }
         out.push(wire);
         break;

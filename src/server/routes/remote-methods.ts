@@ -1,8 +1,7 @@
 import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
-import { isRemoteMethodService, REMOTE_METHODS_SERVICE, type RemoteMethodService } from "../../core/remote-methods.js";
-import { isStreamTokens, STREAM_TOKENS_SERVICE, type StreamTokens } from "../../core/stream-tokens.js";
+import type { RemoteMethodService } from "../../core/remote-methods.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, sseResponse } from "../sse.js";
@@ -20,16 +19,13 @@ const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })
  */
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
-  const service = (): RemoteMethodService => {
-    const value = runtime.services[REMOTE_METHODS_SERVICE];
-    if (!isRemoteMethodService(value)) throw new VeilError("INTERNAL_ERROR", "the remote-method service is not installed in this runtime");
-    return value;
-  };
+  const service = (): RemoteMethodService => runtime.remoteMethods;
 
   app.get("/remote-methods", (c) => {
     const methods = service();
     return sseResponse({
       bus: runtime.bus,
+      log: runtime.events,
       filter: { types: ["method.pending", "method.done"] },
       idField: "gseq",
       lastEventId: parseLastEventId(c.req.header("last-event-id"), c.req.query("lastEventId")),
@@ -60,8 +56,7 @@ export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.post("/stream-tokens", async (c) => {
     // A stream token cannot mint another: only the bearer secret can.
     if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", "minting a stream token needs Authorization: Bearer <secret>");
-    const tokens = runtime.services[STREAM_TOKENS_SERVICE] as StreamTokens | undefined;
-    if (!isStreamTokens(tokens)) throw new VeilError("INTERNAL_ERROR", "stream tokens are not installed in this runtime");
+    const tokens = runtime.streamTokens;
     const body = await jsonBody<Static<typeof MintBody>>(c, MintBody);
     return c.json(tokens.mint(body.path));
   });

@@ -1,7 +1,7 @@
 import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
-import type { RunResult } from "../../core/loop.js";
+import type { RunResult } from "../../engines/types.js";
 import type { SessionRow } from "../../store/store.js";
 import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
 import { jsonBody } from "../body.js";
@@ -149,11 +149,6 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json(chatReply(result));
   });
 
-  app.get("/sessions/:id/events", async (c) => {
-    const id = c.req.param("id");
-    await sessions.get(id);
-    return sessionEvents(c.req.raw, state, id);
-  });
 }
 
 const statusOfRunError = {
@@ -169,17 +164,3 @@ const statusOfRunError = {
   INTERNAL_ERROR: 500,
   CANCELLED: 409,
 } as const;
-
-export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined): Response {
-  const url = new URL(request.url);
-  const raw = request.headers.get("last-event-id") ?? url.searchParams.get("lastEventId") ?? undefined;
-  const lastEventId = raw !== undefined && raw !== null && /^\d+$/.test(raw) ? Number(raw) : undefined;
-  return sseResponse({
-    bus: state.runtime.bus,
-    filter: sessionId ? { sessionId } : {},
-    idField: sessionId ? "seq" : "gseq",
-    lastEventId,
-    signal: request.signal,
-    heartbeatMs: state.heartbeatMs,
-  });
-}

@@ -1,7 +1,7 @@
 import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
-import { isWakeupService, WAKEUPS_SERVICE, type WakeupService } from "../../core/wakeups.js";
+import type { WakeupService } from "../../core/wakeups.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 
@@ -22,11 +22,7 @@ const ArmBody = Type.Object(
  */
 export function wakeupRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
-  const service = (): WakeupService => {
-    const value = runtime.services[WAKEUPS_SERVICE];
-    if (!isWakeupService(value)) throw new VeilError("INTERNAL_ERROR", "the wake-up service is not installed in this runtime");
-    return value;
-  };
+  const service = (): WakeupService => runtime.wakeups;
 
   app.get("/sessions/:id/wakeup", async (c) => {
     const id = c.req.param("id");

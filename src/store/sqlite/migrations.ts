@@ -133,8 +133,27 @@ CREATE INDEX audit_session ON audit (session_id);
 CREATE INDEX audit_kind ON audit (kind);
 `;
 
+/** The durable event log (CONTRACT §10); gseq is the rowid, so it only grows. */
+const EVENT_LOG = `
+CREATE TABLE events (
+  gseq INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+ALTER TABLE sessions ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN kind TEXT;
+ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0;
+`;
+
 /** Ordered, append-only. */
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "initial schema", up: INITIAL_SCHEMA }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
+  { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
+];
 
 /**
  * Brings the database up to the latest version inside one IMMEDIATE transaction, so two

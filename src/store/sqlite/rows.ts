@@ -25,6 +25,7 @@ export interface RawSession extends TokenUsage {
   objective: string | null;
   success_criteria: string | null;
   context_size: number;
+  cost_usd: number;
   created_at: string;
   updated_at: string;
 }
@@ -41,6 +42,8 @@ export interface RawMessage {
   finish_reason: string | null;
   token_usage: string | null;
   meta: string | null;
+  kind: string | null;
+  compacted: number;
   created_at: string;
 }
 
@@ -91,6 +94,7 @@ export function sessionFromRaw(raw: RawSession): SessionRow {
       reasoning_tokens: raw.reasoning_tokens,
     },
     context_size: raw.context_size,
+    cost_usd: raw.cost_usd,
     created_at: raw.created_at,
     updated_at: raw.updated_at,
   };
@@ -109,6 +113,8 @@ export function messageFromRaw(raw: RawMessage): MessageRow {
     finish_reason: raw.finish_reason,
     token_usage: fromJson<TokenUsage>(raw.token_usage),
     meta: fromJson<Record<string, unknown>>(raw.meta),
+    kind: raw.kind,
+    compacted: raw.compacted !== 0,
     created_at: raw.created_at,
   };
 }

@@ -9,10 +9,13 @@ import type {
   MessageRow,
   NewMessage,
   NewSession,
+  NewStoredEvent,
   SessionPatch,
   SessionRow,
   SessionStatus,
   Store,
+  StoredEvent,
+  StoredToolCall,
   TodoItem,
   TokenUsage,
   ToolCallRow,
@@ -60,6 +63,10 @@ export class SqliteStore implements Store {
   private readonly clock: Clock;
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
   private readonly setTodosTx: (sessionId: string, todos: TodoItem[]) => void;
+  private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[]) => MessageRow;
+  private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
+  private readonly eventsTx: (events: readonly NewStoredEvent[]) => StoredEvent[];
+  private readonly compactedTx: (sessionId: string, ids: readonly string[]) => void;
   private closed = false;
 
   private constructor(db: Database.Database, clock: Clock) {
@@ -91,6 +98,37 @@ export class SqliteStore implements Store {
       );
     });
     this.setTodosTx = (sessionId, todos) => setTodos.immediate(sessionId, todos);
+    const assistantStep = db.transaction((message: NewMessage, calls: readonly StoredToolCall[]) => {
+      const row = this.insertMessage(message);
+      for (const call of calls) {
+        this.stmts.upsertToolCall.run({
+          id: call.id, session_id: message.session_id, message_id: row.id, name: call.name,
+          arguments: call.arguments, state: "pending", output: null, started_at: null, ended_at: null,
+        });
+      }
+      return row;
+    });
+    this.assistantStepTx = (message, calls) => {
+      try {
+        return assistantStep.immediate(message, calls);
+      } catch (error) {
+        throw mapSqliteError(error, `message ${message.id}`, message.session_id);
+      }
+    };
+    const toolResult = db.transaction((input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => {
+      const row = this.insertMessage(input.message);
+      this.stmts.setToolCallState.run({ id: input.callId, session_id: input.sessionId, state: input.state, has_output: 1, output: input.message.content ?? null, now: this.nowIso() });
+      return row;
+    });
+    this.toolResultTx = (input) => toolResult.immediate(input);
+    const events = db.transaction((list: readonly NewStoredEvent[]) =>
+      list.map((event) => ({ ...event, gseq: (this.stmts.insertEvent.get(event) as { gseq: number }).gseq })),
+    );
+    this.eventsTx = (list) => events.immediate(list);
+    const compacted = db.transaction((sessionId: string, ids: readonly string[]) => {
+      for (const id of ids) this.stmts.setCompacted.run(sessionId, id);
+    });
+    this.compactedTx = (sessionId, ids) => compacted.immediate(sessionId, ids);
   }
 
   /** Opens (creating the file and its parent folder if needed) and migrates the database. */
@@ -183,7 +221,7 @@ export class SqliteStore implements Store {
     return sessionFromRaw(raw);
   }
 
-  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number): Promise<void> {
+  async addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd = 0): Promise<void> {
     this.assertOpen();
     const result = this.stmts.addTokenUsage.run({
       id,
@@ -195,6 +233,7 @@ export class SqliteStore implements Store {
       cache_creation_tokens: usage.cache_creation_tokens,
       reasoning_tokens: usage.reasoning_tokens,
       context_size: contextSize,
+      cost_usd: Number.isFinite(costUsd) ? costUsd : 0,
     });
     if (result.changes === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
   }
@@ -233,6 +272,51 @@ export class SqliteStore implements Store {
     if (this.stmts.updateMessageMeta.run(toJson(meta), id).changes === 0) {
       throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
     }
+  }
+
+  async setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void> {
+    this.assertOpen();
+    this.compactedTx(sessionId, messageIds);
+  }
+
+  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
+    this.assertOpen();
+    return this.assistantStepTx(message, calls);
+  }
+
+  async recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow> {
+    this.assertOpen();
+    return this.toolResultTx(input);
+  }
+
+  async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
+    this.assertOpen();
+    if (events.length === 0) return [];
+    try {
+      return this.eventsTx(events);
+    } catch (error) {
+      throw mapSqliteError(error, `events of ${events[0]!.session_id}`);
+    }
+  }
+
+  async listEvents(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    this.assertOpen();
+    return this.stmts.listEvents.all(sessionId, options.after ?? 0, limitOf(options.limit)) as StoredEvent[];
+  }
+
+  async listEventsGlobal(options: { after?: number; limit?: number } = {}): Promise<StoredEvent[]> {
+    this.assertOpen();
+    return this.stmts.listEventsGlobal.all(options.after ?? 0, limitOf(options.limit)) as StoredEvent[];
+  }
+
+  async lastEventSeq(sessionId: string): Promise<number> {
+    this.assertOpen();
+    return (this.stmts.lastEventSeq.get(sessionId) as { n: number }).n;
+  }
+
+  async lastEventGseq(): Promise<number> {
+    this.assertOpen();
+    return (this.stmts.lastEventGseq.get() as { n: number }).n;
   }
 
   async upsertToolCall(
@@ -387,6 +471,8 @@ export class SqliteStore implements Store {
       finish_reason: message.finish_reason ?? null,
       token_usage: message.token_usage ?? null,
       meta: message.meta ?? null,
+      kind: message.kind ?? null,
+      compacted: false,
       created_at: this.nowIso(),
     };
     let seq: number;
@@ -397,6 +483,7 @@ export class SqliteStore implements Store {
           tool_calls: toJson(row.tool_calls),
           token_usage: toJson(row.token_usage),
           meta: toJson(row.meta),
+          compacted: undefined,
         }) as { seq: number }
       ).seq;
     } catch (error) {
@@ -412,6 +499,10 @@ export class SqliteStore implements Store {
   private assertOpen(): void {
     if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
   }
+}
+
+function limitOf(limit: number | undefined): number {
+  return limit === undefined ? -1 : Math.max(0, Math.floor(limit));
 }
 
 function flag(value: unknown): 0 | 1 {

@@ -35,6 +35,7 @@ const SQL = {
       cache_creation_tokens = cache_creation_tokens + @cache_creation_tokens,
       reasoning_tokens = reasoning_tokens + @reasoning_tokens,
       context_size = @context_size,
+      cost_usd = cost_usd + @cost_usd,
       updated_at = @now
     WHERE id = @id`,
   countLive: "SELECT COUNT(*) AS n FROM sessions WHERE status != 'closed'",
@@ -44,11 +45,12 @@ const SQL = {
   // A single write statement is its own transaction: the seq read and the insert
   // happen under one write lock, and UNIQUE (session_id, seq) backs it up.
   insertMessage: `INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls,
-      tool_call_id, finish_reason, token_usage, meta, created_at)
+      tool_call_id, finish_reason, token_usage, meta, kind, created_at)
     VALUES (@id, @session_id,
       (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = @session_id),
-      @role, @content, @thinking, @tool_calls, @tool_call_id, @finish_reason, @token_usage, @meta, @created_at)
+      @role, @content, @thinking, @tool_calls, @tool_call_id, @finish_reason, @token_usage, @meta, @kind, @created_at)
     RETURNING seq`,
+  setCompacted: "UPDATE messages SET compacted = 1 WHERE session_id = ? AND id = ?",
   listMessages: `SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
   getMessage: "SELECT * FROM messages WHERE id = ?",
   updateMessageMeta: "UPDATE messages SET meta = ? WHERE id = ?",
@@ -103,6 +105,13 @@ const SQL = {
     ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   deleteMeta: "DELETE FROM session_meta WHERE session_id = ? AND key = ?",
   getMeta: "SELECT value FROM session_meta WHERE session_id = ? AND key = ?",
+
+  insertEvent: `INSERT INTO events (session_id, seq, type, ts, data) VALUES (@session_id, @seq, @type, @ts, @data)
+    RETURNING gseq`,
+  listEvents: "SELECT * FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  listEventsGlobal: "SELECT * FROM events WHERE gseq > ? ORDER BY gseq LIMIT ?",
+  lastEventSeq: "SELECT COALESCE(MAX(seq), 0) AS n FROM events WHERE session_id = ?",
+  lastEventGseq: "SELECT COALESCE(MAX(gseq), 0) AS n FROM events",
 
   addAudit: "INSERT INTO audit (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)",
   listAudit: `SELECT * FROM audit

@@ -1,7 +1,4 @@
 import type { RegisteredTool } from "../types.js";
-import { agentControl } from "./agent-control.js";
-import { agentMessage } from "./agent-message.js";
-import { agentSpawn } from "./agent-spawn.js";
 import { bash } from "./bash.js";
 import { bashOutput } from "./bash-output.js";
 import { editFile } from "./edit-file.js";
@@ -24,8 +21,12 @@ import { webFetch } from "./web-fetch.js";
 import { webSearch } from "./web-search.js";
 import { writeFile } from "./write-file.js";
 
-/** The 24 built-in tools (tier 1), in the manual's order. */
-export function builtinTools(): RegisteredTool[] {
+/**
+ * The built-in tools (tier 1) in the manual's order. The three multi-agent tools drive
+ * sessions, so they live in core/agents and come in through `agentTools`; the full set of 24
+ * is core/builtins.ts `allBuiltinTools()`.
+ */
+export function builtinTools(agentTools: readonly RegisteredTool[] = []): RegisteredTool[] {
   return [
     bash,
     bashOutput,
@@ -43,9 +44,7 @@ export function builtinTools(): RegisteredTool[] {
     memorySearch,
     todoWrite,
     todoRead,
-    agentSpawn,
-    agentMessage,
-    agentControl,
+    ...agentTools,
     logWrite,
     sleep,
     scheduleWakeup,

@@ -6,16 +6,23 @@ import { basename } from "node:path";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { systemReminder } from "../format.js";
-import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 import type { ToolContext, ToolOutcome } from "../types.js";
 import { guardRead, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool, readFailure } from "../shared/fs-errors.js";
 import { fileKind, MAX_MEDIA_BYTES } from "../shared/file-kinds.js";
 import { recordRead } from "../shared/read-tracker.js";
-import { DEFAULT_READ_LINES, MAX_LINE_CHARS, formatSize, looksBinary, renderLines, splitLines, type TextWindow } from "../shared/text-view.js";
+import { DEFAULT_READ_LINES, MAX_LINE_CHARS, formatSize, looksBinary, renderLines, splitLines, type OutputCap, type TextWindow } from "../shared/text-view.js";
 
 /** Text files above this are streamed line by line instead of loaded whole. */
 const STREAM_THRESHOLD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One read_file answer holds at most 256 KB (UTF-8) of numbered lines, whatever offset/limit
+ * ask for; past it the answer ends with a footer naming the cap and the lines shown. Far
+ * above what 2000 ordinary lines take, so the manual's 2000-line default is what users meet.
+ */
+export const READ_MAX_BYTES = 256 * 1024;
+const READ_CAP: OutputCap = { max: READ_MAX_BYTES, measure: (text) => Buffer.byteLength(text, "utf8"), label: "256 KB" };
 
 const Params = Type.Object(
   {
@@ -30,7 +37,7 @@ export const readFile = defineTool({
   name: "read_file",
   description:
     "Read a file. Text comes back line-numbered (`   1 | text`); without offset/limit at most the first " +
-    `${DEFAULT_READ_LINES} lines are shown. Images and audio are attached when the model accepts them. ` +
+    `${DEFAULT_READ_LINES} lines are shown; offset/limit lift that cap (one answer holds at most 256 KB). Images and audio are attached when the model accepts them. ` +
     "Reading a file is required before write_file/edit_file may change it.",
   params: Params,
   readOnly: true,
@@ -75,7 +82,7 @@ function renderText(absolute: string, name: string, buffer: Buffer, window: Text
   const text = buffer.toString("utf8");
   if (text.trim() === "") return emptyOutcome(absolute);
   const lines = splitLines(text);
-  return { output: renderLines(lines, window), details: { kind: "text", lines: lines.length } };
+  return { output: renderLines(lines, window, lines.length, 1, READ_CAP), details: { kind: "text", lines: lines.length } };
 }
 
 async function readMedia(
@@ -120,8 +127,8 @@ async function readLargeText(absolute: string, name: string, size: number, windo
       }
       total++;
       if (blank && line.trim() !== "") blank = false;
-      // Past the output cap nothing more can be shown; keep counting only.
-      if (total >= first && total <= last && kept <= 2 * MAX_OUTPUT_CHARS) {
+      // Past the output cap nothing more can be shown (bytes >= chars); keep counting only.
+      if (total >= first && total <= last && kept <= READ_MAX_BYTES) {
         lines.push(line);
         kept += Math.min(line.length, MAX_LINE_CHARS) + 7;
       }
@@ -130,5 +137,5 @@ async function readLargeText(absolute: string, name: string, size: number, windo
     throw readFailure(error, absolute);
   }
   if (blank) return emptyOutcome(absolute);
-  return { output: renderLines(lines, window, total, first), details: { kind: "text", lines: total } };
+  return { output: renderLines(lines, window, total, first, READ_CAP), details: { kind: "text", lines: total } };
 }

@@ -15,18 +15,6 @@ const Params = Type.Object(
   { additionalProperties: false },
 );
 
-/** The shape of `ctx.services.wakeups` this tool needs (core/wakeups.ts implements it). */
-interface WakeupScheduler {
-  arm(sessionId: string, input: { time: string | number; message?: string; loop?: boolean }): Promise<{ time: string; message: string; loop: boolean; nextFireAt: string; intervalMs: number } | null>;
-  cancel(sessionId: string): Promise<boolean>;
-  get(sessionId: string): Promise<unknown>;
-}
-
-function isScheduler(value: unknown): value is WakeupScheduler {
-  const v = value as WakeupScheduler | undefined;
-  return typeof v?.arm === "function" && typeof v.cancel === "function" && typeof v.get === "function";
-}
-
 /**
  * The manual's `schedule_wakeup`: one schedule per session (arming replaces),
  * `"0"` cancels, `loop` re-arms. Delivery, persistence and the suspended/closed
@@ -39,7 +27,7 @@ export const scheduleWakeup = defineTool({
   params: Params,
   async execute(input, ctx) {
     const wakeups = ctx.services.wakeups;
-    if (!isScheduler(wakeups)) throw new ToolError("TOOL_CONTEXT_INVALID", "schedule_wakeup is not available: this runtime has no wake-up service");
+    if (!wakeups) throw new ToolError("TOOL_CONTEXT_INVALID", "schedule_wakeup is not available: this runtime has no wake-up service");
     const replacing = (await wakeups.get(ctx.sessionId)) !== null;
     const info = await wakeups.arm(ctx.sessionId, { time: input.time, message: input.message, loop: input.loop });
     if (!info) {

@@ -51,7 +51,7 @@ export const todoWrite = defineTool({
     });
     const todos: TodoItem[] = input.todos.map(({ id, content, status, priority }) => ({ id, content, status, priority }));
     await ctx.store.setTodos(ctx.sessionId, todos);
-    ctx.emit({ type: "todo.updated", todos });
+    await ctx.emit({ type: "todo.updated", todos });
     return { output: renderTodos(todos), details: { todos } };
   },
 });

@@ -55,6 +55,6 @@ function rank(tool: RegisteredTool, words: string[]): number {
 
 export function sessionToolset(ctx: ToolContext): SessionToolset {
   const toolset = ctx.services.toolset;
-  if (!(toolset instanceof SessionToolset)) throw new ToolError("TOOL_CONTEXT_INVALID", "this run has no tool registry (ctx.services.toolset)");
+  if (!toolset) throw new ToolError("TOOL_CONTEXT_INVALID", "this run has no tool registry (ctx.services.toolset)");
   return toolset;
 }

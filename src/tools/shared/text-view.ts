@@ -26,11 +26,22 @@ export interface TextWindow {
   limit?: number;
 }
 
+/** A size cap on rendered output: the limit, how a piece of text is measured, and how the footer names it. */
+export interface OutputCap {
+  max: number;
+  measure(text: string): number;
+  /** "30000 chars", "256 KB" */
+  label: string;
+}
+
+/** The cap every tool shares (30,000 chars), used for FILE_CHANGED bodies. */
+export const CHAR_CAP: OutputCap = { max: MAX_OUTPUT_CHARS, measure: (text) => text.length, label: `${MAX_OUTPUT_CHARS} chars` };
+
 /**
  * Renders lines as read_file does: numbered, 2000-line default with the manual's footer
- * when neither offset nor limit is given, and a line-aware cap at MAX_OUTPUT_CHARS.
+ * when neither offset nor limit is given, and a line-aware size cap (`cap`) with its own footer.
  */
-export function renderLines(lines: string[], window: TextWindow = {}, totalLines = lines.length, firstLineNumber = 1): string {
+export function renderLines(lines: string[], window: TextWindow = {}, totalLines = lines.length, firstLineNumber = 1, cap: OutputCap = CHAR_CAP): string {
   const explicit = window.offset !== undefined || window.limit !== undefined;
   const start = Math.max(1, window.offset ?? 1);
   const count = window.limit ?? (explicit ? Number.POSITIVE_INFINITY : DEFAULT_READ_LINES);
@@ -39,18 +50,19 @@ export function renderLines(lines: string[], window: TextWindow = {}, totalLines
   }
   const end = Math.min(totalLines, start + count - 1);
   const out: string[] = [];
-  let chars = 0;
+  let size = 0;
   let lastShown = start - 1;
   for (let n = start; n <= end; n++) {
     const line = numberLine(n, lines[n - firstLineNumber] ?? "");
-    if (chars + line.length + 1 > MAX_OUTPUT_CHARS && out.length > 0) break;
+    const lineSize = cap.measure(line) + 1;
+    if (size + lineSize > cap.max && out.length > 0) break;
     out.push(line);
-    chars += line.length + 1;
+    size += lineSize;
     lastShown = n;
   }
   let text = out.join("\n");
   if (lastShown < end) {
-    text += `\n\n(Output capped at ${MAX_OUTPUT_CHARS} chars: showing lines ${start}-${lastShown} of ${totalLines}. Use offset/limit to read more.)`;
+    text += `\n\n(Output capped at ${cap.label}: showing lines ${start}-${lastShown} of ${totalLines}. Use offset/limit to read more.)`;
   } else if (!explicit && totalLines > DEFAULT_READ_LINES) {
     text += `\n\n(File has ${totalLines} total lines. Showing first ${DEFAULT_READ_LINES}. Use offset/limit to read more.)`;
   }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
-import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
+import { agentMessage } from "../../../src/core/agents/tools/agent-message.js";
+import { agentSpawn } from "../../../src/core/agents/tools/agent-spawn.js";
 import { COINCIDED_TEXT } from "../../../src/core/agents/messages.js";
 import { reply, type FakeRequest } from "../../helpers/fake-llm.js";
 import { createAgentsHarness, deferred, lastMessage, systemPrompt, tag, type AgentsHarness } from "./harness.js";

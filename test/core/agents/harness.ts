@@ -8,7 +8,7 @@ import type { RegisteredTool, ToolContext, ToolOutcome } from "../../../src/tool
 import { modelInfo, pickModelKey } from "../../../src/llm/models.js";
 import type { MessageRow } from "../../../src/store/store.js";
 import type { VeilEvent } from "../../../src/base/events.js";
-import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../../../src/core/agents/service.js";
+import type { MultiAgentService } from "../../../src/core/agents/service.js";
 import { createRuntimeHarness, type RuntimeHarness, type RuntimeHarnessOptions } from "../../helpers/runtime.js";
 import { httpError, reply, type FakeReply, type FakeRequest, type FakeLlm } from "../../helpers/fake-llm.js";
 
@@ -79,7 +79,7 @@ export async function createAgentsHarness(options: RuntimeHarnessOptions & { age
   const h = await createRuntimeHarness({ ...options, files });
   const router = createRouter(h.llm);
   const boss = router.route((req) => systemPrompt(req).startsWith("ROLE=boss"), () => reply().text("ack").stop());
-  const service = h.runtime.services[MULTI_AGENT_SERVICE] as MultiAgentService;
+  const service = h.runtime.multiAgent;
   const { runtime } = h;
 
   const call: AgentsHarness["call"] = async (tool, sessionId, input, signal = new AbortController().signal) => {
@@ -97,12 +97,11 @@ export async function createAgentsHarness(options: RuntimeHarnessOptions & { age
       model: modelInfo(modelKey, runtime.config.models),
       toolCallId: runtime.ids.next("call"),
       store: runtime.store,
-      bus: runtime.bus,
       clock: runtime.clock,
       ids: runtime.ids,
       signal,
       emitChunk: () => undefined,
-      emit: (body) => void runtime.bus.publish(sessionId, body),
+      emit: async (body) => void (await runtime.events.publish(sessionId, body)),
       session: runtime.sessions.sessionResources(sessionId),
       runtime: runtime.resources,
       services: runtime.services,

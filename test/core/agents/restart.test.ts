@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { memoryLogger } from "../../../src/base/log.js";
-import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../../../src/core/agents/service.js";
+import type { MultiAgentService } from "../../../src/core/agents/service.js";
 import type { VeilEvent } from "../../../src/base/events.js";
-import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
-import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
+import { agentMessage } from "../../../src/core/agents/tools/agent-message.js";
+import { agentSpawn } from "../../../src/core/agents/tools/agent-spawn.js";
 import { reply } from "../../helpers/fake-llm.js";
 import { createAgentsHarness, deferred, lastMessage, systemPrompt, tag, type AgentsHarness } from "./harness.js";
 
@@ -28,7 +28,7 @@ async function restart(harness: AgentsHarness): Promise<Runtime> {
 }
 
 function service(runtime: Runtime): MultiAgentService {
-  return runtime.services[MULTI_AGENT_SERVICE] as MultiAgentService;
+  return runtime.multiAgent;
 }
 
 function nextUserMessage(runtime: Runtime, sessionId: string, prefix: string): Promise<string> {
@@ -82,7 +82,7 @@ describe("async msg#1 replies survive a restart", () => {
 
     worker.enqueue(reply().text("answer after restart").stop());
     const toBoss = nextUserMessage(second, boss, `[Message from worker (session: ${w})]`);
-    await second.sessions.recover();
+    await second.start();
     expect(await toBoss).toBe(`[Message from worker (session: ${w})]: answer after restart`);
     const workerCalls = h.llm.completionRequests.filter((r) => systemPrompt(r).startsWith("ROLE=worker"));
     expect(lastMessage(workerCalls.at(-1)!)).toBe(`[Message from boss (session: ${boss})]: the real task`);
@@ -97,7 +97,7 @@ describe("async msg#1 replies survive a restart", () => {
     extra.splice(extra.indexOf(second), 1);
     const third = await restart(h);
     expect(service(third).delivery.activeChains()).toBe(0);
-    await third.sessions.recover();
+    await third.start();
     await third.sessions.waitIdle(boss);
     expect(await repliesFrom(third, boss, w)).toHaveLength(1);
   });
@@ -118,7 +118,7 @@ describe("async msg#1 replies survive a restart", () => {
     const second = await restart(h);
     worker.enqueue(reply().text("step A").tool("log_write", { message: "noted" }).stop(), reply().text("all done").stop());
     const toBoss = nextUserMessage(second, boss, `[Message from worker (session: ${w})]`);
-    await second.sessions.recover();
+    await second.start();
     const got = await toBoss;
     expect(got).toContain("[assistant] step A");
     expect(got).toContain('[tool_call] log_write {"message":"noted"}');
@@ -145,7 +145,7 @@ describe("async msg#1 replies survive a restart", () => {
       `[Message from worker (session: ${w})]: (no text reply — the run ended with stop reason "cancelled")`,
     ]);
     const bossDone = new Promise<void>((resolve) => second.bus.subscribe({ sessionId: boss, types: ["chat.done"] }, () => resolve()));
-    await second.sessions.recover();
+    await second.start();
     await bossDone;
     expect(await repliesFrom(second, boss, w)).toHaveLength(1);
     expect(await second.store.listInbox(w)).toEqual([]);

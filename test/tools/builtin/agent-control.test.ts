@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { agentControl } from "../../../src/tools/builtin/agent-control.js";
-import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
-import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
+import { agentControl } from "../../../src/core/agents/tools/agent-control.js";
+import { agentMessage } from "../../../src/core/agents/tools/agent-message.js";
+import { agentSpawn } from "../../../src/core/agents/tools/agent-spawn.js";
 import { SUMMARIZER_SYSTEM_PROMPT } from "../../../src/core/agents/summarizer.js";
-import { builtinTools } from "../../../src/tools/builtin/index.js";
-import { isToolAllowed } from "../../../src/core/permissions.js";
+import { allBuiltinTools as builtinTools } from "../../../src/core/builtins.js";
+import { isToolAllowed } from "../../../src/tools/permissions.js";
 import { defaultMode } from "../../../src/config/defaults.js";
 import { reply } from "../../helpers/fake-llm.js";
 import { createAgentsHarness, deferred, systemPrompt, tag, type AgentsHarness } from "../../core/agents/harness.js";

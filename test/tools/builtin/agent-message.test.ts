@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/base/clock.js";
-import { agentMessage } from "../../../src/tools/builtin/agent-message.js";
-import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
+import { agentMessage } from "../../../src/core/agents/tools/agent-message.js";
+import { agentSpawn } from "../../../src/core/agents/tools/agent-spawn.js";
 import { reply } from "../../helpers/fake-llm.js";
 import { createAgentsHarness, deferred, lastMessage, systemPrompt, tag, type AgentsHarness } from "../../core/agents/harness.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { agentSpawn } from "../../../src/tools/builtin/agent-spawn.js";
+import { agentSpawn } from "../../../src/core/agents/tools/agent-spawn.js";
 import { reply } from "../../helpers/fake-llm.js";
 import { createAgentsHarness, lastMessage, systemPrompt, tag, type AgentsHarness } from "../../core/agents/harness.js";
 

@@ -138,6 +138,48 @@ describe("read_file", () => {
     expect(head.output).toBe(`99999 | 99999 ${line}\n100000 | 100000 ${line}`);
     const first = await harness.call(readFile, { file: "logs/big.log" });
     expect(first.output).toContain(`   1 | 1 ${line}`);
-    expect(first.output).toMatch(/Output capped at 30000 chars: showing lines 1-\d+ of 100000/);
+    expect(first.output).toContain(`2000 | 2000 ${line}`);
+    expect(first.output.endsWith("\n\n(File has 100000 total lines. Showing first 2000. Use offset/limit to read more.)")).toBe(true);
+    const wide = await harness.call(readFile, { file: "logs/big.log", offset: 1, limit: 50_000 });
+    expect(wide.output).toMatch(/\n\n\(Output capped at 256 KB: showing lines 1-\d+ of 100000\. Use offset\/limit to read more\.\)$/);
+    expect(Buffer.byteLength(wide.output)).toBeLessThanOrEqual(256 * 1024 + 200);
+  });
+
+  it("shows all 2000 default lines of a file of short lines (no hidden 30,000-char cap)", async () => {
+    const text = Array.from({ length: 2100 }, (_, i) => `const value${i + 1} = ${i};`).join("\n");
+    harness = await createToolHarness({ files: { "short.ts": text } });
+    const result = await harness.call(readFile, { file: "short.ts" });
+    const lines = result.output.split("\n");
+    expect(lines[1999]).toBe("2000 | const value2000 = 1999;");
+    expect(result.output.length).toBeGreaterThan(30_000);
+    expect(result.output).not.toContain("Output capped");
+    expect(result.output.endsWith("\n\n(File has 2100 total lines. Showing first 2000. Use offset/limit to read more.)")).toBe(true);
+  });
+
+  it("lifts the 2000-line cap when offset or limit is given", async () => {
+    const text = Array.from({ length: 3500 }, (_, i) => `row ${i + 1}`).join("\n");
+    harness = await createToolHarness({ files: { "rows.txt": text } });
+    const limited = await harness.call(readFile, { file: "rows.txt", limit: 3000 });
+    expect(limited.output.split("\n")).toHaveLength(3000);
+    expect(limited.output.endsWith("3000 | row 3000")).toBe(true);
+    const fromOffset = await harness.call(readFile, { file: "rows.txt", offset: 2 });
+    expect(fromOffset.output.split("\n")).toHaveLength(3499);
+    expect(fromOffset.output.endsWith("3500 | row 3500")).toBe(true);
+  });
+
+  it("caps one answer at 256 KB of UTF-8 and says so in the footer", async () => {
+    const line = "ж".repeat(150); // 300 bytes, 150 chars
+    const text = Array.from({ length: 2000 }, () => line).join("\n");
+    harness = await createToolHarness({ files: { "wide.txt": text } });
+    const result = await harness.call(readFile, { file: "wide.txt" });
+    const match = /\n\n\(Output capped at 256 KB: showing lines 1-(\d+) of 2000\. Use offset\/limit to read more\.\)$/.exec(result.output);
+    expect(match).not.toBeNull();
+    const shown = Number(match![1]);
+    const body = result.output.slice(0, match!.index);
+    expect(Buffer.byteLength(body) + 1).toBeLessThanOrEqual(256 * 1024);
+    expect(Buffer.byteLength(body) + 2 * 308).toBeGreaterThan(256 * 1024);
+    expect(body.split("\n")).toHaveLength(shown);
+    const next = await harness.call(readFile, { file: "wide.txt", offset: shown + 1, limit: 5 });
+    expect(next.output.startsWith(`${String(shown + 1).padStart(4)} | ${line}`)).toBe(true);
   });
 });

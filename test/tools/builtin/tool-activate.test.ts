@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ModeConfig } from "../../../src/config/types.js";
 import { builtinDefaultAgent, defaultMode } from "../../../src/config/defaults.js";
 import { memoryLogger } from "../../../src/base/log.js";
-import { builtinTools } from "../../../src/tools/builtin/index.js";
+import { allBuiltinTools as builtinTools } from "../../../src/core/builtins.js";
 import { toolActivate } from "../../../src/tools/builtin/tool-activate.js";
 import { createCustomToolSource } from "../../../src/tools/custom/source.js";
 import { SessionToolset } from "../../../src/tools/registry.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { RegisteredTool } from "../../../src/tools/types.js";
 import { builtinDefaultAgent } from "../../../src/config/defaults.js";
 import { memoryLogger } from "../../../src/base/log.js";
-import { normaliseOutcome } from "../../../src/core/tool-calls.js";
+import { normaliseOutcome } from "../../../src/tools/outcome.js";
 import { createCustomToolSource, type FolderToolSource } from "../../../src/tools/custom/source.js";
 import type { RemoteMethods } from "../../../src/tools/custom/remote-methods.js";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";

@@ -19,7 +19,7 @@ export interface ShellServiceOptions {
 
 /** The session's ShellManager, created on first use; it is disposed when the session closes. */
 export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "services" | "workspace" | "clock">): ShellManager {
-  const options = (ctx.services.shell ?? {}) as ShellServiceOptions;
+  const options: ShellServiceOptions = ctx.services.shell ?? {};
   return ctx.session.get(SHELLS_KEY, () => {
     const isolation =
       options.isolation === "process-group" ? PROCESS_GROUP : ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).get();

@@ -41,11 +41,11 @@ export function fetchLimits(settings: Settings): FetchLimits {
 
 /** Fetch options from a tool context: allowHosts, limits, self port, signal, clock. */
 export function fetchOptionsFromContext(ctx: ToolContext, extraAllowHosts: readonly string[] = []): SafeFetchOptions {
-  const self = ctx.services.selfAddress as { port?: unknown } | undefined;
+  const self = ctx.services.selfAddress;
   return {
     ...fetchLimits(ctx.settings),
     allowHosts: [...(ctx.settings.webFetch?.allowHosts ?? []), ...extraAllowHosts],
-    selfPort: typeof self?.port === "number" ? self.port : undefined,
+    selfPort: self?.port,
     signal: ctx.signal,
     clock: ctx.clock,
   };

@@ -1,10 +1,10 @@
-import { Type } from "../../schema.js";
-import { noteContactMessage, recordContact } from "../../core/agents/counters.js";
-import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../../core/agents/messages.js";
-import { multiAgent } from "../../core/agents/service.js";
-import { ToolError } from "../../errors.js";
-import { defineTool } from "../define.js";
-import { xmlEnvelope } from "../format.js";
+import { Type } from "../../../schema.js";
+import { noteContactMessage, recordContact } from "../counters.js";
+import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../messages.js";
+import { multiAgent } from "../service.js";
+import { ToolError } from "../../../errors.js";
+import { defineTool } from "../../../tools/define.js";
+import { xmlEnvelope } from "../../../tools/format.js";
 
 const Params = Type.Object({
   sessionId: Type.String({ minLength: 1, description: "Session ID of the target sub-agent (from agent_spawn)." }),

@@ -1,15 +1,15 @@
-import { Type } from "../../schema.js";
-import type { ReasoningConfig } from "../../config/types.js";
-import type { SessionManager } from "../../core/session-manager.js";
-import { resolveBudget } from "../../core/stop-conditions.js";
-import { noteContactMessage, recordContact } from "../../core/agents/counters.js";
-import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../../core/agents/messages.js";
-import { ReasoningSchema } from "../../core/agents/schemas.js";
-import { multiAgent } from "../../core/agents/service.js";
-import { ToolError, isVeilError } from "../../errors.js";
-import type { SessionRow } from "../../store/store.js";
-import { defineTool } from "../define.js";
-import { xmlEnvelope } from "../format.js";
+import { Type } from "../../../schema.js";
+import type { ReasoningConfig } from "../../../config/types.js";
+import type { SessionManager } from "../../session-manager.js";
+import { resolveBudget } from "../../../engines/stop-conditions.js";
+import { noteContactMessage, recordContact } from "../counters.js";
+import { asyncNotice, DEFAULT_SYNC_TIMEOUT_SECONDS, wrapAgentMessage } from "../messages.js";
+import { ReasoningSchema } from "../schemas.js";
+import { multiAgent } from "../service.js";
+import { ToolError, isVeilError } from "../../../errors.js";
+import type { SessionRow } from "../../../store/store.js";
+import { defineTool } from "../../../tools/define.js";
+import { xmlEnvelope } from "../../../tools/format.js";
 
 const LEGACY_KEYS: Record<string, string> = {
   budget_override:

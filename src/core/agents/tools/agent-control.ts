@@ -1,16 +1,16 @@
-import { Type } from "../../schema.js";
-import type { Budget, ReasoningConfig } from "../../config/types.js";
-import { formatFullSteps } from "../../core/agents/messages.js";
-import { ReasoningSchema } from "../../core/agents/schemas.js";
-import { multiAgent, type MultiAgentService } from "../../core/agents/service.js";
-import { summarizeTranscript } from "../../core/agents/summarizer.js";
-import { ToolError } from "../../errors.js";
-import { pickModelKey } from "../../llm/models.js";
-import type { LlmClient } from "../../llm/types.js";
-import type { SessionRow } from "../../store/store.js";
-import { defineTool } from "../define.js";
-import { xmlEnvelope } from "../format.js";
-import type { ToolContext, ToolOutcome } from "../types.js";
+import { Type } from "../../../schema.js";
+import type { Budget, ReasoningConfig } from "../../../config/types.js";
+import { formatFullSteps } from "../messages.js";
+import { ReasoningSchema } from "../schemas.js";
+import { multiAgent, type MultiAgentService } from "../service.js";
+import { summarizeTranscript } from "../summarizer.js";
+import { ToolError } from "../../../errors.js";
+import { pickModelKey } from "../../../llm/models.js";
+import type { LlmClient } from "../../../llm/types.js";
+import type { SessionRow } from "../../../store/store.js";
+import { defineTool } from "../../../tools/define.js";
+import { xmlEnvelope } from "../../../tools/format.js";
+import type { ToolContext, ToolOutcome } from "../../../tools/types.js";
 
 /** Budget keys update-session accepts; all are re-read by the running loop before every model call. */
 const BUDGET_KEYS = ["max_tokens", "max_wall_seconds", "max_spawn_depth", "max_iterations"] as const;

@@ -1,14 +1,10 @@
-/**
- * TEMPORARY: a copy of the lead's engine seam (src/engines/types.ts, not yet on main).
- * When it lands, import from "../types.js" instead and delete this file.
- */
-import type { Clock } from "../../base/clock.js";
-import type { Logger } from "../../base/log.js";
-import type { TokenUsage } from "../../base/usage.js";
-import type { Budget, ReasoningConfig } from "../../config/types.js";
-import type { AssistantMessage, LlmMessage, ToolCallRequest } from "../../llm/types.js";
-import type { SessionToolset } from "../../tools/registry.js";
-import type { Attachment } from "../../tools/types.js";
+import type { Clock } from "../base/clock.js";
+import type { Logger } from "../base/log.js";
+import type { TokenUsage } from "../base/usage.js";
+import type { Budget, ReasoningConfig } from "../config/types.js";
+import type { AssistantMessage, LlmMessage, ToolCallRequest } from "../llm/types.js";
+import type { SessionToolset } from "../tools/registry.js";
+import type { Attachment } from "../tools/types.js";
 
 export type StopReason =
   | "stop"
@@ -104,4 +100,3 @@ export interface Engine {
   handles(modelKey: string): boolean;
   run(request: RunRequest, io: RunIO): AsyncIterable<RunEvent>;
 }
-export type RunEngine = Engine;

@@ -1,0 +1,10 @@
+import { builtinTools } from "../tools/builtin/index.js";
+import type { RegisteredTool } from "../tools/types.js";
+import { agentControl } from "./agents/tools/agent-control.js";
+import { agentMessage } from "./agents/tools/agent-message.js";
+import { agentSpawn } from "./agents/tools/agent-spawn.js";
+
+/** The manual's 24 built-in tools, in its order. */
+export function allBuiltinTools(): RegisteredTool[] {
+  return builtinTools([agentSpawn, agentMessage, agentControl]);
+}

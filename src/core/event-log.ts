@@ -1,0 +1,142 @@
+import type { EventBus, EventFilter, EventSink, VeilEvent, VeilEventBody } from "../base/events.js";
+import { LIVE_ONLY_EVENTS, matchesFilter } from "../base/events.js";
+import { payloadJson, rememberWire, wireJson } from "../base/event-wire.js";
+import type { Clock } from "../base/clock.js";
+import type { Logger } from "../base/log.js";
+import type { NewStoredEvent, Store, StoredEvent } from "../store/store.js";
+
+interface Pending {
+  sessionId: string;
+  body: VeilEventBody;
+  ts: number;
+  settled?: boolean;
+  resolve(event: VeilEvent): void;
+}
+
+/** A stored event ready for the wire. */
+export interface ReplayedEvent {
+  /** seq or gseq, whichever the stream uses as its id. */
+  id: number;
+  type: string;
+  wire: string;
+}
+
+export const REPLAY_PAGE = 1000;
+
+/**
+ * The one way events leave the runtime (CONTRACT §10): each event of a session gets its
+ * next per-session `seq`, is stored (streaming deltas excepted), and only then is handed
+ * to the bus. Events published in one tick are written in one transaction. `seq` comes
+ * from the store the first time a session publishes in this process, so it never repeats
+ * across restarts.
+ */
+export class EventLog implements EventSink {
+  private queue: Pending[] = [];
+  private running: Promise<void> | null = null;
+  private readonly seqs = new Map<string, number>();
+
+  constructor(private readonly deps: { store: Store; bus: EventBus; clock: Clock; log: Logger }) {}
+
+  get bus(): EventBus {
+    return this.deps.bus;
+  }
+
+  publish(sessionId: string, body: VeilEventBody): Promise<VeilEvent> {
+    return new Promise<VeilEvent>((resolve) => {
+      this.queue.push({ sessionId, body, ts: this.deps.clock.now(), resolve });
+      this.kick();
+    });
+  }
+
+  /** Resolves when everything published so far is stored and delivered. */
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  /** Stored events after `after` (seq with a session filter, else gseq), one page. */
+  async replay(filter: EventFilter, after: number, limit = REPLAY_PAGE): Promise<ReplayedEvent[]> {
+    const rows =
+      filter.sessionId !== undefined
+        ? await this.deps.store.listEvents(filter.sessionId, { after, limit })
+        : await this.deps.store.listEventsGlobal({ after, limit });
+    const byId = filter.sessionId !== undefined ? (r: StoredEvent) => r.seq : (r: StoredEvent) => r.gseq;
+    const out: ReplayedEvent[] = [];
+    for (const row of rows) {
+      if (!matchesFilter(filter, { sessionId: row.session_id, type: row.type })) continue;
+      out.push({ id: byId(row), type: row.type, wire: wireJson({ type: row.type, sessionId: row.session_id, seq: row.seq, gseq: row.gseq, ts: row.ts }, row.data) });
+    }
+    // A page cut short by the type filter still moves the cursor past what was read.
+    if (rows.length > 0 && out.length === 0) out.push({ id: byId(rows.at(-1)!), type: "", wire: "" });
+    return out;
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = this.drain().finally(() => {
+      this.running = null;
+      if (this.queue.length > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    // Let publishes of the same tick join one batch (one transaction).
+    await null;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0);
+      try {
+        await this.write(batch);
+      } catch (error) {
+        // Never leave a publisher waiting: what could not be written is still delivered live.
+        this.deps.log.error("event delivery failed", { error: String(error), stack: (error as Error)?.stack });
+        for (const p of batch) if (!p.settled) this.deliverLive(p);
+      }
+    }
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    const { store, bus, log } = this.deps;
+    const stored = batch.filter((p) => !LIVE_ONLY_EVENTS.has(p.body.type));
+    for (const sessionId of new Set(stored.map((p) => p.sessionId))) {
+      if (!this.seqs.has(sessionId)) this.seqs.set(sessionId, await store.lastEventSeq(sessionId).catch(() => 0));
+    }
+    const rows = new Map<Pending, NewStoredEvent>();
+    for (const p of stored) {
+      const seq = this.seqs.get(p.sessionId)! + 1;
+      this.seqs.set(p.sessionId, seq);
+      rows.set(p, { session_id: p.sessionId, seq, type: p.body.type, ts: p.ts, data: payloadJson(p.body) });
+    }
+    const gseqs = new Map<Pending, number>();
+    if (rows.size > 0) {
+      try {
+        const written = await store.appendEvents([...rows.values()]);
+        [...rows.keys()].forEach((p, i) => gseqs.set(p, written[i]!.gseq));
+      } catch (error) {
+        // Delivery goes on so a live client still sees it; the gap is visible on replay.
+        log.error("event log append failed", { error: String(error), events: rows.size });
+      }
+    }
+    for (const p of batch) {
+      const row = rows.get(p);
+      const event = { ...p.body, sessionId: p.sessionId, ts: p.ts } as VeilEvent;
+      if (row) {
+        event.seq = row.seq;
+        const gseq = gseqs.get(p);
+        if (gseq !== undefined) event.gseq = gseq;
+      }
+      rememberWire(event, wireJson(event, row?.data ?? payloadJson(p.body)));
+      p.settled = true;
+      bus.deliver(event);
+      p.resolve(event);
+    }
+  }
+
+  private deliverLive(p: Pending): void {
+    const event = { ...p.body, sessionId: p.sessionId, ts: p.ts } as VeilEvent;
+    p.settled = true;
+    try {
+      this.deps.bus.deliver(event);
+    } finally {
+      p.resolve(event);
+    }
+  }
+}

@@ -1,0 +1,150 @@
+import { ZERO_USAGE } from "../../base/usage.js";
+import type { TokenUsage } from "../../base/usage.js";
+import type { AssistantMessage, LlmClient, LlmError, LlmMessage, StreamEvent, ToolCallRequest } from "../../llm/types.js";
+import { formatToolError } from "../../tools/format.js";
+import { toolResultContent } from "../../tools/result-content.js";
+import { addUsage, budgetStop } from "../stop-conditions.js";
+import type { Engine, RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
+
+/** Veil's own loop over an OpenAI-compatible provider: it owns no store, bus or multi-agent state. */
+export function createNativeEngine(deps: { llm: LlmClient }): Engine {
+  return {
+    name: "openai",
+    handles: () => true,
+    run: (request, io) => runNativeLoop(request, io, deps.llm),
+  };
+}
+
+/**
+ * One run: model call → tool calls (in parallel) → results → repeat, until the model stops
+ * or a limit stops it. Everything it does is reported as events; the recorder stores them
+ * before the loop goes on (an async generator waits for its consumer).
+ */
+export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmClient): AsyncGenerator<RunEvent> {
+  const messages: LlmMessage[] = [{ role: "system", content: request.systemPrompt }, ...request.history];
+  const startedAt = io.clock.monotonic();
+  let usage: TokenUsage = { ...ZERO_USAGE };
+  let iterations = 0;
+  const ended = (stopReason: StopReason, error?: { code: string; message: string }): RunEvent => ({
+    type: "run_ended",
+    stopReason,
+    ...(error ? { error: { code: error.code, message: error.message } } : {}),
+  });
+
+  for (;;) {
+    messages.push(...(await io.nextInputs()));
+    if (request.signal.aborted) return yield ended("cancelled");
+    const requested = io.stopRequested();
+    if (requested) return yield ended(requested);
+    const limit = budgetStop(await request.budget(), {
+      iterations,
+      startedAt,
+      now: io.clock.monotonic(),
+      sessionUsage: addUsage(request.usageBefore, usage),
+    });
+    if (limit) return yield ended(limit);
+
+    iterations++;
+    let outcome: StreamOutcome | undefined;
+    for await (const event of streamOnce(messages, request, llm)) {
+      if ("kind" in event) outcome = event;
+      else yield event;
+    }
+    const response = outcome!;
+    usage = addUsage(usage, response.usage);
+    if (response.usage.total_tokens > 0 || response.usage.prompt_tokens > 0) yield { type: "model_usage", usage: response.usage };
+
+    if (response.kind === "error") {
+      const cancelled = response.error.code === "CANCELLED";
+      // Keep the text the user already saw; unexecuted tool calls are dropped.
+      if (response.message.content) {
+        yield { type: "assistant_message", message: { ...response.message, toolCalls: [] }, finishReason: cancelled ? "cancelled" : "error", usage: response.usage, final: false };
+      }
+      return yield cancelled ? ended("cancelled") : ended("error", response.error);
+    }
+
+    const { message, finishReason } = response;
+    const calls = message.toolCalls;
+    const final = calls.length === 0 && !io.hasPendingInput();
+    yield { type: "assistant_message", message, finishReason, usage: response.usage, final };
+    messages.push({ role: "assistant", content: message.content, thinking: message.thinking, toolCalls: calls.length ? calls : undefined });
+
+    if (calls.length === 0) {
+      if (final) return yield ended(finishReason === "length" ? "length" : finishReason === "content_filter" ? "content_filter" : "stop");
+      continue;
+    }
+
+    const results: ToolCallResult[] = [];
+    if (finishReason === "length") {
+      // A response cut off by max_tokens may hold a half-written call: run none of them.
+      for (const call of calls) {
+        const result = truncatedCall(call);
+        yield { type: "tool_started", call, input: {} };
+        yield { type: "tool_finished", result, input: {} };
+        results.push(result);
+      }
+    } else {
+      results.push(...(await Promise.all(calls.map((call) => io.executeTool(call)))));
+    }
+    for (const result of results) {
+      messages.push({ role: "tool", toolCallId: result.call.id, content: toolResultContent(result.output, result.attachments) });
+    }
+    if (request.signal.aborted) return yield ended("cancelled");
+  }
+}
+
+function truncatedCall(call: ToolCallRequest): ToolCallResult {
+  return {
+    call,
+    output: formatToolError(
+      "OUTPUT_TRUNCATED",
+      `your response hit the output token limit while writing this call to "${call.name}", so it was not run. Send it again with smaller arguments (split a large write into several edits).`,
+    ),
+    success: false,
+    state: "error",
+    durationMs: 0,
+  };
+}
+
+type StreamOutcome =
+  | { kind: "done"; message: AssistantMessage; finishReason: string; usage: TokenUsage }
+  | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage };
+
+async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
+  let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
+  const stream = llm.stream({
+    modelKey: request.modelKey,
+    messages,
+    tools: request.toolset.specs(),
+    reasoning: request.reasoning,
+    maxTokens: request.maxOutputTokens,
+    signal: request.signal,
+  });
+  for await (const event of stream) {
+    switch (event.type) {
+      case "text":
+        yield { type: "text_delta", delta: event.delta };
+        break;
+      case "thinking":
+        yield { type: "thinking_delta", delta: event.delta };
+        break;
+      case "tool_call_start":
+        yield { type: "tool_call_started", id: event.id, name: event.name };
+        break;
+      case "done":
+      case "error":
+        ended = event;
+        break;
+      default:
+        break;
+    }
+  }
+  const final = ended as Extract<StreamEvent, { type: "done" | "error" }> | undefined;
+  if (!final) {
+    yield { kind: "error", error: { code: "LLM_ERROR", message: "the model stream ended without a result", retryable: false }, message: { content: null, thinking: null, toolCalls: [] }, usage: { ...ZERO_USAGE } };
+  } else if (final.type === "error") {
+    yield { kind: "error", error: final.error, message: final.partial, usage: final.usage };
+  } else {
+    yield { kind: "done", message: final.message, finishReason: final.finishReason, usage: final.usage };
+  }
+}

@@ -1,0 +1,45 @@
+import type { Hono } from "hono";
+import { VeilError } from "../../errors.js";
+import type { AppEnv, ServerState } from "../context.js";
+import { parseLastEventId, parseSequence, sseResponse } from "../sse.js";
+
+/** Largest page of `?follow=false` history. */
+export const MAX_EVENT_PAGE = 10_000;
+
+/**
+ * `GET /events[?session=ID]` and `GET /sessions/:id/events`: live SSE with replay from the
+ * durable log after `Last-Event-ID` (or `?lastEventId=`); `?after=N&limit=M&follow=false`
+ * on a session answers the stored events as a JSON array instead (CONTRACT §10).
+ */
+export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
+  const { runtime } = state;
+  app.get("/events", (c) => sessionEvents(c.req.raw, state, c.req.query("session") || undefined));
+  app.get("/sessions/:id/events", async (c) => {
+    const id = c.req.param("id");
+    await runtime.sessions.get(id);
+    const follow = c.req.query("follow");
+    if (follow !== undefined && follow !== "true" && follow !== "false") throw new VeilError("VALIDATION_ERROR", "follow must be true or false");
+    if (follow === "false") {
+      const after = parseSequence(c.req.query("after"), "after") ?? 0;
+      const limit = Math.min(parseSequence(c.req.query("limit"), "limit") ?? 1000, MAX_EVENT_PAGE);
+      const page = limit === 0 ? [] : await runtime.events.replay({ sessionId: id }, after, limit);
+      return c.body(`[${page.filter((e) => e.wire).map((e) => e.wire).join(",")}]`, 200, { "content-type": "application/json; charset=utf-8" });
+    }
+    return sessionEvents(c.req.raw, state, id);
+  });
+}
+
+/** The SSE stream of one session (ids are its seq) or of every session (ids are gseq). */
+export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined): Response {
+  const url = new URL(request.url);
+  const lastEventId = parseLastEventId(request.headers.get("last-event-id") ?? undefined, url.searchParams.get("lastEventId") ?? undefined);
+  return sseResponse({
+    bus: state.runtime.bus,
+    log: state.runtime.events,
+    filter: sessionId ? { sessionId } : {},
+    idField: sessionId ? "seq" : "gseq",
+    lastEventId,
+    signal: request.signal,
+    heartbeatMs: state.heartbeatMs,
+  });
+}
