@@ -76,8 +76,8 @@ export function childEnv(settings: Settings, env: Record<string, string | undefi
 
 /** settings.defaultCompaction.autoThreshold (CONTRACT §11), when set. */
 export function compactionThreshold(settings: Settings): number | undefined {
-  const compaction = settings.defaultCompaction as { autoThreshold?: unknown } | undefined;
-  return typeof compaction?.autoThreshold === "number" ? compaction.autoThreshold : undefined;
+  const threshold = settings.defaultCompaction?.autoThreshold;
+  return typeof threshold === "number" ? threshold : undefined;
 }
 
 export const DEFAULT_COMPACTION_THRESHOLD = 0.8;
