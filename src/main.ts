@@ -10,6 +10,7 @@ const io: CliIo = {
 };
 
 async function main(): Promise<number> {
+  if (process.argv[2] === "mcp") return (await import("./cli/mcp.js")).mcpCommand(process.argv.slice(3), process.cwd(), io);
   const command = parseCommand(process.argv.slice(2), process.cwd());
   switch (command.kind) {
     case "help":

@@ -52,6 +52,8 @@ export type VeilEventBody =
       error?: { code: string; message: string };
     }
   | { type: "todo.updated"; todos: unknown[] }
+  /** One hook command ran (CONTRACT §15). exitCode is null when it was killed at its timeout or could not start. */
+  | { type: "hook.run"; event: string; command: string; exitCode: number | null; durationMs: number; blocked: boolean; timedOut?: boolean }
   | { type: "method.pending"; id: string; method: string; data: unknown; createdAt: string }
   | { type: "method.done"; id: string; timedOut: boolean };
 

@@ -17,6 +17,7 @@ Usage:
   veil agents [--workspace DIR] [--json]
   veil tools [--workspace DIR] [--agent NAME] [--json]
   veil sessions [--workspace DIR] [--json]
+  veil mcp [--workspace DIR] [--agent NAME]
   veil --version
 `;
 

@@ -25,9 +25,10 @@ export async function toolsCommand(command: { workspace: string; agent: string; 
       return 0;
     }
     for (const tool of listing.tools) {
-      io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${tool.scope ?? ""}${tool.folder ? ` ${tool.folder}` : ""}\n`);
+      io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${tool.scope ?? ""}${tool.folder ? ` ${tool.folder}` : ""}${tool.server ? ` ${tool.server}` : ""}\n`);
     }
-    for (const broken of listing.broken) io.stdout(`(broken) ${broken.folder}: ${broken.reason}\n`);
+    // An MCP reason already names its server or file.
+    for (const broken of listing.broken) io.stdout(`(broken) ${broken.scope === "mcp" ? broken.reason : `${broken.folder}: ${broken.reason}`}\n`);
     return 0;
   } finally {
     await runtime.close();

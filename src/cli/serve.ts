@@ -1,4 +1,6 @@
+import { tmpdir } from "node:os";
 import { createRuntime } from "../runtime.js";
+import { cleanLeftovers } from "../tools/shared/leftovers.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
 import type { CliIo } from "./run.js";
@@ -14,6 +16,10 @@ export async function serveCommand(command: { workspace: string; host: string; p
   const server = await startServer({ runtime, secret, host: command.host, port: command.port });
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);
+  // In the background: a big workspace must not delay the start.
+  void cleanLeftovers({ workspace: runtime.config.paths.workspace, tmpDir: tmpdir() }).then(({ files, dirs }) => {
+    if (files.length + dirs.length > 0) runtime.log.info("removed leftovers of dead servers", { files, dirs });
+  });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       runtime.log.info(`received ${signal}, shutting down`);

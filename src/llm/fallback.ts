@@ -1,7 +1,7 @@
 import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
 import { errorMessage } from "../errors.js";
-import type { Logger } from "../tools/types.js";
+import type { Logger } from "../base/log.js";
 import { fallbackChain, resolveModelKey } from "./models.js";
 import { zeroUsage } from "./openai-compatible/from-wire.js";
 import { createOpenAiProvider } from "./openai-compatible/client.js";

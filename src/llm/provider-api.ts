@@ -8,7 +8,7 @@ import { defaultSettings } from "../config/defaults.js";
 import type { ModelInfo, ReasoningConfig, Settings } from "../config/types.js";
 import { systemClock, type Clock } from "../base/clock.js";
 import { VeilError } from "../errors.js";
-import type { Logger } from "../tools/types.js";
+import type { Logger } from "../base/log.js";
 import { fromWireMessages, fromWireTools, toChatCompletion, type ChatCompletion } from "./chat-completion.js";
 import { createLlmClient, type ProviderFactory } from "./fallback.js";
 import { pickModelKey } from "./models.js";

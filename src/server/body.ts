@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { VeilError } from "../errors.js";
-import { sharedValidators } from "../tools/validation.js";
+import { sharedValidators } from "../base/validation.js";
 
 const validators = new WeakMap<object, (input: unknown) => string | null>();
 

@@ -1,6 +1,6 @@
 import type { TSchema } from "../schema.js";
 import type { RegisteredTool, ToolDefinition } from "./types.js";
-import { sharedValidators } from "./validation.js";
+import { sharedValidators } from "../base/validation.js";
 
 const TOOL_NAME = /^[a-z][a-z0-9_]*$/;
 

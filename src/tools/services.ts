@@ -1,7 +1,19 @@
 import type { LlmClient } from "../llm/types.js";
 import type { SessionToolset } from "./registry.js";
 import type { RemoteMethods } from "./custom/remote-methods.js";
-import type { ShellServiceOptions } from "./shared/shell/session-shells.js";
+
+/**
+ * Optional knobs under `ctx.services.shell` (tests and embedders):
+ * - `isolation: "process-group"` forces the fallback even where PID namespaces work;
+ * - `loadBashrc: false` skips ~/.bashrc;
+ * - `env` replaces the inherited environment (e.g. a test's HOME with its own .bashrc).
+ */
+export interface ShellServiceOptions {
+  isolation?: "auto" | "process-group";
+  loadBashrc?: boolean;
+  /** Full environment for spawned shells; default: inherited from the runtime's process. */
+  env?: Record<string, string | undefined>;
+}
 
 /** What `schedule_wakeup` needs from the runtime's wake-up service (core/wakeups.ts implements it). */
 export interface WakeupScheduler {

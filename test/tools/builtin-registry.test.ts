@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { allBuiltinTools as builtinTools } from "../../src/core/builtins.js";
-import { sharedValidators } from "../../src/tools/validation.js";
+import { sharedValidators } from "../../src/base/validation.js";
 
 describe("built-in tool registry", () => {
   it("has unique snake_case names, a description, and a schema that compiles with every field described", () => {

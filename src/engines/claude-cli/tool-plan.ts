@@ -1,5 +1,6 @@
 import type { ClaudeCliSettings, ModeConfig } from "../../config/types.js";
 import type { Logger } from "../../base/log.js";
+import { matchesToolEntry } from "../../tools/permissions.js";
 import type { SessionToolset } from "../../tools/registry.js";
 import type { RegisteredTool } from "../../tools/types.js";
 
@@ -43,7 +44,7 @@ export interface ToolPlan {
  */
 export function planTools(toolset: SessionToolset, settings: ClaudeCliSettings | undefined, log: Logger): ToolPlan {
   const mode = toolset.modeSettings();
-  const natives = chooseNatives(settings, log).filter((name) => !mode.disallowedTools.includes(name));
+  const natives = chooseNatives(settings, log).filter((name) => !disallowed(mode, name));
   const nativeSet = new Set(natives);
   const writesThroughVeil = !nativeSet.has("Write") || !nativeSet.has("Edit");
   const wrapped: RegisteredTool[] = [];
@@ -58,8 +59,13 @@ export function planTools(toolset: SessionToolset, settings: ClaudeCliSettings |
     wrapped.push(tool);
   }
   const disallowedNatives = [...KNOWN_SAFE_NATIVES].filter((name) => !nativeSet.has(name));
-  const disallowedVeil = mode.disallowedTools.filter((name) => !KNOWN_SAFE_NATIVES.has(name)).map((name) => `${MCP_PREFIX}${name}`);
+  // Exact names only: patterns (mcp__server__*) are already applied to what is wrapped.
+  const disallowedVeil = mode.disallowedTools.filter((name) => !KNOWN_SAFE_NATIVES.has(name) && !name.endsWith("*")).map((name) => `${MCP_PREFIX}${name}`);
   return { wrapped, natives, sdkDisallowed: [...disallowedNatives, ...disallowedVeil] };
+}
+
+function disallowed(mode: ModeConfig, name: string): boolean {
+  return mode.disallowedTools.some((entry) => matchesToolEntry(entry, name));
 }
 
 function chooseNatives(settings: ClaudeCliSettings | undefined, log: Logger): string[] {
@@ -89,7 +95,7 @@ export type PermissionAnswer = { behavior: "allow"; updatedInput: Record<string,
 /** The SDK's canUseTool: disallowedTools and the plan (wrapped Veil tools, kept natives) decide. */
 export function permissionFor(plan: ToolPlan, mode: ModeConfig, name: string, input: Record<string, unknown>): PermissionAnswer {
   const veilName = veilToolName(name);
-  if (mode.disallowedTools.includes(veilName)) return { behavior: "deny", message: `tool "${veilName}" is in disallowedTools` };
+  if (disallowed(mode, veilName)) return { behavior: "deny", message: `tool "${veilName}" is in disallowedTools` };
   const known = name.startsWith(MCP_PREFIX) ? plan.wrapped.some((t) => t.name === veilName) : plan.natives.includes(name);
   if (!known) return { behavior: "deny", message: `tool "${name}" is not enabled for this agent` };
   return { behavior: "allow", updatedInput: input };

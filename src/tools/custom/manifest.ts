@@ -1,5 +1,5 @@
 import type { Ajv } from "ajv";
-import { newAjv } from "../ajv.js";
+import { newAjv } from "../../base/ajv.js";
 
 /** What a valid tool.json declares. */
 export interface ToolManifest {

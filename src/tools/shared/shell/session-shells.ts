@@ -1,21 +1,11 @@
+import type { ShellServiceOptions } from "../../services.js";
 import type { ToolContext } from "../../types.js";
 import { ToolError } from "../../../errors.js";
 import type { BackgroundShell } from "./background-shell.js";
 import { IsolationProbe, ISOLATION_KEY, PROCESS_GROUP } from "./isolation.js";
 import { SHELLS_KEY, ShellManager } from "./shell-manager.js";
 
-/**
- * Optional knobs under `ctx.services.shell` (tests and embedders):
- * - `isolation: "process-group"` forces the fallback even where PID namespaces work;
- * - `loadBashrc: false` skips ~/.bashrc;
- * - `env` replaces the inherited environment (e.g. a test's HOME with its own .bashrc).
- */
-export interface ShellServiceOptions {
-  isolation?: "auto" | "process-group";
-  loadBashrc?: boolean;
-  /** Full environment for spawned shells; default: inherited from the runtime's process. */
-  env?: Record<string, string | undefined>;
-}
+export type { ShellServiceOptions } from "../../services.js";
 
 /** The session's ShellManager, created on first use; it is disposed when the session closes. */
 export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "services" | "workspace" | "clock">): ShellManager {
