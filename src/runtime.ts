@@ -14,7 +14,7 @@ import { Resources } from "./core/resources.js";
 import { SessionManager } from "./core/session-manager.js";
 import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
-import { claudeCliPlaceholder } from "./engines/claude-cli-placeholder.js";
+import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
 import type { Engine } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
@@ -96,7 +96,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const bus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
   const events = new EventLog({ store, bus, clock, log });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
-  const engines = options.engines ?? [claudeCliPlaceholder, createNativeEngine({ llm })];
+  const claudeCli = createClaudeCliEngine({ config });
+  const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();
   const services: ToolServices = { llm };
@@ -166,6 +167,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     },
     async close() {
       await sessions.shutdown();
+      // Runs end their claude processes; this catches any a crashed run left.
+      await claudeCli.shutdown();
       await events.flush();
       await resources.dispose();
       await store.close();

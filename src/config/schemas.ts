@@ -55,6 +55,18 @@ const ProviderSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const ClaudeCliSchema = Type.Object(
+  {
+    baseUrl: Type.Optional(Type.String({ pattern: "^https?://", description: "ANTHROPIC_BASE_URL for the Claude Agent SDK." })),
+    apiKey: Type.Optional(Type.String()),
+    apiKeyEnv: Type.Optional(Type.String({ description: "Environment variable holding the Anthropic key." })),
+    redirectBasicTools: Type.Optional(Type.Boolean({ description: "Keep only native Read; Veil's tools do the rest (default true)." })),
+    nativeTools: Type.Optional(Type.Array(Type.String(), { description: "Native Claude Code tools to keep (known-safe set only)." })),
+    executable: Type.Optional(Type.String({ description: "Path to the claude binary." })),
+  },
+  { additionalProperties: false },
+);
+
 const HookMatcherSchema = Type.Object(
   {
     matcher: Type.Optional(Type.String({ description: "Regular expression over the whole tool name; empty or \"*\" = every tool." })),
@@ -111,6 +123,7 @@ export const SettingsFileSchema = Type.Object(
       }),
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
+    claudeCli: Type.Optional(ClaudeCliSchema),
     // Each server entry is checked on its own at discovery (tools/mcp/config.ts): one bad entry breaks only that server.
     mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown({ description: "An MCP server: { command, args?, env? } or { type: \"http\" | \"sse\", url, headers? }" }))),
     hooks: Type.Optional(HooksSchema),

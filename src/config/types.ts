@@ -67,6 +67,21 @@ export type StoreSettings =
   | { type: "sqlite" }
   /** A PostgreSQL database shared by every node of a service. */
   | { type: "postgres"; url: string };
+/** settings.claudeCli: the claude-cli engine (`cc/…` model keys, CONTRACT §12). */
+export interface ClaudeCliSettings {
+  /** Becomes the SDK's ANTHROPIC_BASE_URL. default: the SDK's own (Anthropic's API) */
+  baseUrl?: string;
+  /** Literal key; prefer apiKeyEnv. default: ANTHROPIC_API_KEY from the environment */
+  apiKey?: string;
+  /** Name of the environment variable holding the key. */
+  apiKeyEnv?: string;
+  /** Keep only native `Read`; Veil's own tools (over MCP) do the rest. default: true */
+  redirectBasicTools?: boolean;
+  /** Native Claude Code tools to keep; only a fixed known-safe set is honoured. default: ["Read"] */
+  nativeTools?: string[];
+  /** Path to the `claude` binary. default: the one bundled with the SDK */
+  executable?: string;
+}
 
 export interface Settings {
   providers: Record<string, ProviderConfig>;
@@ -102,6 +117,7 @@ export interface Settings {
     /** Shortest interval for a looping wake-up, seconds. default: 10 */
     minLoopSeconds: number;
   };
+  claudeCli?: ClaudeCliSettings;
   /**
    * MCP servers by name (Claude Code's `.mcp.json` shape; `<workspace>/.mcp.json` is read
    * too, settings win on the same name). Entries are checked one by one when the tools are

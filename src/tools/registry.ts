@@ -1,4 +1,4 @@
-import type { AgentConfig } from "../config/types.js";
+import type { AgentConfig, ModeConfig } from "../config/types.js";
 import { isToolAllowed, isToolAllowedWithCustom, matchesToolEntry, modeConfig, permissionMessage } from "./permissions.js";
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
@@ -62,6 +62,7 @@ const ACTIVATED_KEY = "activatedTools";
 export class SessionToolset {
   private readonly activated = new Set<string>();
   private specCache: LlmToolSpec[] | null = null;
+  private upFront = false;
 
   private constructor(
     private readonly builtins: ReadonlyMap<string, RegisteredTool>,
@@ -105,8 +106,25 @@ export class SessionToolset {
   private customNames: ReadonlySet<string> | null = null;
 
   private allowed(name: string): boolean {
+    const mode = modeConfig(this.agent, this.mode);
+    if (this.upFront && this.builtins.has(name)) return !mode.disallowedTools.some((entry) => matchesToolEntry(entry, name));
     this.customNames ??= new Set(this.custom.keys());
-    return isToolAllowedWithCustom(modeConfig(this.agent, this.mode), name, this.customNames);
+    return isToolAllowedWithCustom(mode, name, this.customNames);
+  }
+
+  /**
+   * The claude-cli engine's tool model (manual, "Engine parity — claude-cli"): every
+   * custom tool the mode allows is callable without tool_activate, and the mode's `tools`
+   * allowlist gates custom tools only (built-ins stay); disallowedTools still gates all.
+   */
+  registerAllUpFront(): void {
+    this.upFront = true;
+    this.specCache = null;
+  }
+
+  /** The mode this toolset was built for (permissions, preActivatedTools). */
+  modeSettings(): ModeConfig {
+    return modeConfig(this.agent, this.mode);
   }
 
   /** tools[] for the next model call. */
@@ -158,7 +176,7 @@ export class SessionToolset {
     const tool = this.builtins.get(name) ?? this.custom.get(name);
     if (!tool) return { ok: false, code: "TOOL_NOT_FOUND", message: `no tool named "${name}"` };
     if (!this.allowed(name)) return { ok: false, code: "PERMISSION_DENIED", message: permissionMessage(this.agent, this.mode, name) };
-    if (tool.tier === "custom" && !this.activated.has(name)) {
+    if (tool.tier === "custom" && !this.upFront && !this.activated.has(name)) {
       return { ok: false, code: "TOOL_NOT_FOUND", message: `custom tool "${name}" is not active; call tool_activate({ name: "${name}" }) first` };
     }
     return { ok: true, tool };
@@ -177,6 +195,7 @@ export class SessionToolset {
     if (this.builtins.has(name)) return { ok: true, name, already: true };
     if (!this.custom.has(name)) return { ok: false, code: "TOOL_NOT_FOUND", message: `no custom tool named "${name}"; use tool_search to find one` };
     if (!this.allowed(name)) return { ok: false, code: "PERMISSION_DENIED", message: permissionMessage(this.agent, this.mode, name) };
+    if (this.upFront) return { ok: true, name, already: true };
     const already = this.activated.has(name);
     if (!already) {
       this.activated.add(name);

@@ -1,0 +1,72 @@
+import { accessSync, constants } from "node:fs";
+import type { VeilConfig } from "../../config/types.js";
+import { VeilError, errorMessage, isVeilError } from "../../errors.js";
+import { modelInfo } from "../../llm/models.js";
+import { ClaudeProcesses } from "./processes.js";
+import { loadClaudeSdk, importClaudeSdk, type SdkImporter } from "./sdk-loader.js";
+import type { Engine, RunEvent, RunIO, RunRequest } from "../types.js";
+
+export const CLAUDE_CLI_PREFIX = "cc/";
+
+export type ClaudeCliConfig = Pick<VeilConfig, "settings" | "env" | "models"> & { paths: Pick<VeilConfig["paths"], "workspace"> };
+
+export interface ClaudeCliEngineOptions {
+  /** The configuration, or a getter for it (read at the start of each turn). */
+  config: ClaudeCliConfig | (() => ClaudeCliConfig);
+  /** default: import("@anthropic-ai/claude-agent-sdk") */
+  importSdk?: SdkImporter;
+}
+
+export interface ClaudeCliEngine extends Engine {
+  /** Ends every `claude` process this engine started (server shutdown). */
+  shutdown(): Promise<void>;
+  /** Pids of the live `claude` processes (diagnostics and tests). */
+  livePids(): number[];
+}
+
+/**
+ * The claude-cli engine: `cc/<model>` keys run through the Claude Agent SDK (CONTRACT §12).
+ * The SDK, the MCP server and the turn machinery load on the first cc/ turn only.
+ */
+export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCliEngine {
+  const processes = new ClaudeProcesses();
+  const importSdk = options.importSdk ?? importClaudeSdk;
+  return {
+    name: "claude-cli",
+    handles: (modelKey) => modelKey.startsWith(CLAUDE_CLI_PREFIX),
+    run: (request, io) => runTurn(request, io),
+    shutdown: () => processes.endAll(),
+    livePids: () => processes.pids(),
+  };
+
+  async function* runTurn(request: RunRequest, io: RunIO): AsyncGenerator<RunEvent> {
+    let turn;
+    try {
+      const sdk = await loadClaudeSdk(importSdk);
+      const config = typeof options.config === "function" ? options.config() : options.config;
+      checkExecutable(config.settings.claudeCli?.executable);
+      const { ClaudeTurn } = await import("./turn.js");
+      turn = new ClaudeTurn(request, io, {
+        sdk,
+        settings: config.settings,
+        env: config.env,
+        workspace: config.paths.workspace,
+        model: modelInfo(request.modelKey, config.models),
+        processes,
+      });
+    } catch (error) {
+      yield { type: "run_ended", stopReason: "error", error: { code: isVeilError(error) ? error.code : "CONFIG_ERROR", message: errorMessage(error) } };
+      return;
+    }
+    yield* turn.events();
+  }
+}
+
+function checkExecutable(path: string | undefined): void {
+  if (!path) return;
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new VeilError("CONFIG_ERROR", `settings.claudeCli.executable: no executable claude binary at ${path}`);
+  }
+}
