@@ -101,7 +101,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const services: ToolServices = { llm };
   const customTools = options.customTools ?? createCustomToolSource({ config, log, resources, services });
   const agents = agentReader(config, log, options.reloadAgents !== false);
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines });
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm });
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({

@@ -51,6 +51,8 @@ export type VeilEventBody =
       cost_usd?: number;
       error?: { code: string; message: string };
     }
+  /** The history was compacted (CONTRACT §11); `summaryMessageId` is null when no summary was made. */
+  | { type: "session.compacted"; reason: "auto" | "manual" | "overflow"; tokensBefore: number; tokensAfter: number; summaryMessageId: string | null }
   | { type: "todo.updated"; todos: unknown[] }
   | { type: "method.pending"; id: string; method: string; data: unknown; createdAt: string }
   | { type: "method.done"; id: string; timedOut: boolean };
