@@ -253,6 +253,21 @@ describe("after a compaction", () => {
   });
 });
 
+describe("the model's view rebuilt from rows", () => {
+  it("still sends an image a tool returned in this run (attachments are never stored)", async () => {
+    const png = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4cd0000000049454e44ae426082", "hex");
+    h = await createRuntimeHarness({ files: { "photo.png": png }, models: { "fake-model": { input_modalities: ["text", "image"] } } });
+    h.llm.enqueue(reply().tool("read_file", { file: "photo.png" }).stop(), reply().text("a pixel").stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    await (await h.runtime.sessions.send(session.id, "look")).result;
+    const messages = h.llm.completionRequests[1]!.body.messages as any[];
+    expect(messages.find((m) => m.role === "tool").content).toMatch(/1 attachment\(s\) follow in the next user message/);
+    expect(JSON.stringify(messages.at(-1))).toContain(png.toString("base64"));
+    const stored = (await h.runtime.store.listMessages(session.id)).find((r) => r.role === "tool")!;
+    expect(stored.content).toMatch(/^Image file: photo\.png/);
+  });
+});
+
 describe("cost end to end", () => {
   it("prices every call at models.json cost: chat.done carries the turn's cost_usd, the session row the total", async () => {
     const cost = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
