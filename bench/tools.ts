@@ -55,7 +55,7 @@ function installTools(toolsDir: string, count: number): void {
 }
 
 /** A one-shot OpenAI-compatible endpoint that records request bodies and answers "ok". */
-async function captureServer(): Promise<{ server: Server; url: string; bodies: string[] }> {
+export async function captureServer(): Promise<{ server: Server; url: string; bodies: string[] }> {
   const bodies: string[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];

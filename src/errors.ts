@@ -24,6 +24,7 @@ export const ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
   CONTEXT_OVERFLOW: 400,
+  HOOK_BLOCKED: 400,
   BUDGET_EXCEEDED: 429,
   RATE_LIMITED: 429,
   CONFIG_ERROR: 500,

@@ -1,15 +1,30 @@
 #!/usr/bin/env node
 import { parseCommand, UsageError } from "./cli/args.js";
-import type { CliIo } from "./cli/run.js";
+import type { CliIo } from "./cli/terminal.js";
 import { isVeilError } from "./errors.js";
 
 const io: CliIo = {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
   env: process.env,
+  stdoutIsTTY: process.stdout.isTTY,
+  stderrIsTTY: process.stderr.isTTY,
+  stdinIsTTY: process.stdin.isTTY,
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  },
 };
 
+// `veil tools | head`: a reader that goes away is not an error.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 async function main(): Promise<number> {
+  if (process.argv[2] === "mcp") return (await import("./cli/mcp.js")).mcpCommand(process.argv.slice(3), process.cwd(), io);
   const command = parseCommand(process.argv.slice(2), process.cwd());
   switch (command.kind) {
     case "help":
@@ -38,8 +53,9 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof UsageError) io.stderr(`${error.message}\n`);
-    else if (isVeilError(error)) io.stderr(`error: ${error.code}: ${error.message}\n`);
+    // Usage errors: one line naming the mistake, then the usage; typed errors: `CODE: message`.
+    if (error instanceof UsageError) io.stderr(`${error.problem}\n\n${error.usage}`);
+    else if (isVeilError(error)) io.stderr(`${error.code}: ${error.message}\n`);
     else io.stderr(`error: ${(error as Error)?.stack ?? String(error)}\n`);
     process.exitCode = error instanceof UsageError ? 64 : 1;
   },

@@ -21,10 +21,11 @@ import { createLlmClient } from "./llm/fallback.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { SqliteStore } from "./store/sqlite/sqlite-store.js";
-import type { CustomToolSource } from "./tools/registry.js";
+import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
 import type { ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
+import { createLazyMcpToolSource } from "./tools/mcp/lazy-source.js";
 
 /**
  * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
@@ -99,7 +100,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();
   const services: ToolServices = { llm };
-  const customTools = options.customTools ?? createCustomToolSource({ config, log, resources, services });
+  const customTools =
+    options.customTools ??
+    combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
   const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm });
 

@@ -1,66 +1,195 @@
 import { parseArgs } from "node:util";
 
-export type Command =
-  | { kind: "serve"; workspace: string; host: string; port: number; secret?: string }
-  | { kind: "run"; workspace: string; agent: string; model?: string; json: boolean; prompt: string }
-  | { kind: "agents"; workspace: string; json: boolean }
-  | { kind: "tools"; workspace: string; agent: string; json: boolean }
-  | { kind: "sessions"; workspace: string; json: boolean }
-  | { kind: "help"; text: string }
-  | { kind: "version" };
+export type LogFormat = "text" | "json";
+
+interface Common {
+  workspace: string;
+  /** Unset: text on a TTY, JSON otherwise. */
+  logFormat?: LogFormat;
+}
+
+export type ServeCommand = Common & { kind: "serve"; host: string; port: number; secret?: string };
+export type RunCommand = Common & {
+  kind: "run";
+  agent?: string;
+  model?: string;
+  json: boolean;
+  /** The prompt from argv; undefined means "read it from stdin" (`-`, or no argument with a piped stdin). */
+  prompt?: string;
+  session?: string;
+  continueLast: boolean;
+};
+export type ListCommand = Common & { kind: "agents" | "sessions"; json: boolean };
+export type ToolsCommand = Common & { kind: "tools"; agent: string; json: boolean };
+
+export type Command = ServeCommand | RunCommand | ListCommand | ToolsCommand | { kind: "help"; text: string } | { kind: "version" };
+
+interface OptionSpec {
+  type: "string" | "boolean";
+  short?: string;
+  /** Placeholder shown in the usage, for string options. */
+  value?: string;
+  help: string;
+}
+
+interface CommandSpec {
+  summary: string;
+  args?: string;
+  options: Record<string, OptionSpec>;
+}
+
+const WORKSPACE: OptionSpec = { type: "string", value: "DIR", help: "the workspace folder (default: the current folder)" };
+const LOG_FORMAT: OptionSpec = { type: "string", value: "text|json", help: "log lines on stderr: short text (default on a TTY) or JSON (default otherwise)" };
+const JSON_OUT: OptionSpec = { type: "boolean", help: "machine-readable JSON on stdout" };
+const HELP: OptionSpec = { type: "boolean", short: "h", help: "print this help and exit" };
+
+/** Every command, its options and their help: the one source of parsing and of the usage text. */
+const COMMANDS: Record<string, CommandSpec> = {
+  serve: {
+    summary: "run the HTTP + SSE server for a workspace",
+    options: {
+      workspace: WORKSPACE,
+      host: { type: "string", value: "ADDR", help: "interface to bind (default 127.0.0.1; 0.0.0.0 for every interface)" },
+      port: { type: "string", value: "N", help: "port (default 7700; 0 picks a free one)" },
+      secret: { type: "string", value: "S", help: "bearer secret (default: VEIL_SECRET, else .veil/secret, generated on first start)" },
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
+  run: {
+    summary: "run one turn in process (no server) and stream the reply",
+    args: '"prompt" | -',
+    options: {
+      workspace: WORKSPACE,
+      agent: { type: "string", value: "NAME", help: "agent for a new session (default: default)" },
+      model: { type: "string", value: "KEY", help: "model key for this turn" },
+      session: { type: "string", value: "ID", help: "continue this session" },
+      continue: { type: "boolean", short: "c", help: "continue the workspace's most recently active top-level session" },
+      json: { type: "boolean", help: "print every event as one JSON line on stdout" },
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
+  agents: { summary: "list the agents visible in the workspace", options: { workspace: WORKSPACE, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP } },
+  tools: {
+    summary: "list the tools an agent sees, with tier, state and description",
+    options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent (default: default)" }, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP },
+  },
+  sessions: { summary: "list the workspace's sessions", options: { workspace: WORKSPACE, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP } },
+  mcp: {
+    summary: "serve an agent's built-in tools as an MCP server over stdio",
+    options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent whose tools and permissions apply (default: default)" }, help: HELP },
+  },
+};
+
+function usageLine(name: string, spec: CommandSpec): string {
+  const flags = Object.entries(spec.options)
+    .filter(([option]) => option !== "help" && option !== "log-format")
+    .map(([option, o]) => (o.type === "string" ? `[--${option} ${o.value}]` : `[--${option}]`));
+  return `veil ${name} ${flags.join(" ")}${spec.args ? ` ${spec.args}` : ""}`;
+}
 
 export const USAGE = `veil — headless LLM agent runtime
 
 Usage:
-  veil serve [--workspace DIR] [--host 127.0.0.1] [--port 7700] [--secret S]
-  veil run [--workspace DIR] [--agent NAME] [--model KEY] [--json] "prompt"
-  veil agents [--workspace DIR] [--json]
-  veil tools [--workspace DIR] [--agent NAME] [--json]
-  veil sessions [--workspace DIR] [--json]
+${Object.entries(COMMANDS)
+  .map(([name, spec]) => `  ${usageLine(name, spec)}`)
+  .join("\n")}
   veil --version
+  veil COMMAND --help
+
+Commands:
+${Object.entries(COMMANDS)
+  .map(([name, spec]) => `  ${name.padEnd(10)} ${spec.summary}`)
+  .join("\n")}
 `;
 
-export class UsageError extends Error {}
+/** The help text of one command: usage line, summary and every option. */
+export function commandUsage(name: string): string {
+  const spec = COMMANDS[name];
+  if (!spec) return USAGE;
+  const options = Object.entries(spec.options).map(([option, o]) => {
+    const flag = `${o.short ? `-${o.short}, ` : "    "}--${option}${o.type === "string" ? ` ${o.value}` : ""}`;
+    return `  ${flag.padEnd(28)} ${o.help}`;
+  });
+  return `Usage: ${usageLine(name, spec)}\n\n${spec.summary}\n\nOptions:\n${options.join("\n")}\n`;
+}
+
+/** A mistake on the command line: one line naming it, then the usage; exit 64. */
+export class UsageError extends Error {
+  constructor(
+    readonly problem: string,
+    readonly usage: string = USAGE,
+  ) {
+    super(`${problem}\n\n${usage}`);
+  }
+}
 
 /** argv → a typed command. No side effects; `cwd` is passed in. */
 export function parseCommand(argv: readonly string[], cwd: string): Command {
   const [name, ...rest] = argv;
-  if (!name || name === "help" || name === "--help" || name === "-h") return { kind: "help", text: USAGE };
+  if (!name || name === "--help" || name === "-h") return { kind: "help", text: USAGE };
+  if (name === "help") return { kind: "help", text: rest[0] && COMMANDS[rest[0]] ? commandUsage(rest[0]) : USAGE };
   if (name === "--version" || name === "-v" || name === "version") return { kind: "version" };
-  const common = { workspace: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
-  const parse = <T extends Record<string, { type: "string" | "boolean"; short?: string }>>(options: T) => {
-    try {
-      return parseArgs({ args: [...rest], options: { ...common, ...options }, allowPositionals: true, strict: true });
-    } catch (error) {
-      throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-    }
-  };
+  const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!spec) throw new UsageError(`veil: unknown command ${JSON.stringify(name)}`);
+  const usage = commandUsage(name);
+  const { values, positionals } = parseOptions(name, spec, rest, usage);
+  if (values.help) return { kind: "help", text: usage };
+  const common: Common = { workspace: (values.workspace as string | undefined) ?? cwd, logFormat: logFormat(values["log-format"], name, usage) };
+  const json = Boolean(values.json);
+  if (name !== "run" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
   switch (name) {
     case "serve": {
-      const { values } = parse({ host: { type: "string" }, port: { type: "string" }, secret: { type: "string" } });
-      const port = values.port === undefined ? 7700 : Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${values.port}"`);
-      return { kind: "serve", workspace: values.workspace ?? cwd, host: values.host ?? "127.0.0.1", port, secret: values.secret };
+      const raw = values.port as string | undefined;
+      const port = raw === undefined ? 7700 : Number(raw);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`veil serve: --port must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`, usage);
+      return { kind: "serve", ...common, host: (values.host as string | undefined) ?? "127.0.0.1", port, secret: values.secret as string | undefined };
     }
     case "run": {
-      const { values, positionals } = parse({ agent: { type: "string" }, model: { type: "string" } });
-      const prompt = positionals.join(" ").trim();
-      if (!prompt) throw new UsageError(`veil run needs a prompt\n\n${USAGE}`);
-      return { kind: "run", workspace: values.workspace ?? cwd, agent: values.agent ?? "default", model: values.model, json: Boolean(values.json), prompt };
+      const session = values.session as string | undefined;
+      const continueLast = Boolean(values.continue);
+      const agent = values.agent as string | undefined;
+      if (session !== undefined && continueLast) throw new UsageError("veil run: give --session ID or --continue, not both", usage);
+      if (agent !== undefined && (session !== undefined || continueLast)) throw new UsageError("veil run: --agent picks the agent of a new session; a continued session keeps its own", usage);
+      const text = positionals.join(" ").trim();
+      const prompt = positionals.length === 1 && positionals[0] === "-" ? undefined : text || undefined;
+      return { kind: "run", ...common, agent, model: values.model as string | undefined, json, prompt, session, continueLast };
     }
-    case "agents": {
-      const { values } = parse({});
-      return { kind: "agents", workspace: values.workspace ?? cwd, json: Boolean(values.json) };
-    }
-    case "tools": {
-      const { values } = parse({ agent: { type: "string" } });
-      return { kind: "tools", workspace: values.workspace ?? cwd, agent: values.agent ?? "default", json: Boolean(values.json) };
-    }
-    case "sessions": {
-      const { values } = parse({});
-      return { kind: "sessions", workspace: values.workspace ?? cwd, json: Boolean(values.json) };
+    case "tools":
+      return { kind: "tools", ...common, agent: (values.agent as string | undefined) ?? "default", json };
+    default:
+      return { kind: name as "agents" | "sessions", ...common, json };
+  }
+}
+
+function parseOptions(name: string, spec: CommandSpec, args: string[], usage: string) {
+  const options = Object.fromEntries(Object.entries(spec.options).map(([option, o]) => [option, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`veil ${name}: ${describeParseError(error as Error & { code?: string }, spec)}`, usage);
+  }
+}
+
+/** node:util's messages quote options oddly and suggest `--`; say the one thing that is wrong. */
+function describeParseError(error: Error & { code?: string }, spec: CommandSpec): string {
+  const option = /'(-{1,2}[^' ]+)/.exec(error.message)?.[1];
+  switch (error.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `unknown option ${option ?? error.message}`;
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE": {
+      const key = option?.replace(/^-+/, "") ?? "";
+      const known = Object.hasOwn(spec.options, key) ? spec.options[key] : undefined;
+      return known?.type === "string" ? `option --${key} needs a value (--${key} ${known.value})` : `option ${option ?? ""} takes no value`;
     }
     default:
-      throw new UsageError(`unknown command "${name}"\n\n${USAGE}`);
+      return error.message;
   }
+}
+
+function logFormat(raw: unknown, name: string, usage: string): LogFormat | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === "text" || raw === "json") return raw;
+  throw new UsageError(`veil ${name}: --log-format must be text or json, got ${JSON.stringify(raw)}`, usage);
 }

@@ -1,9 +1,14 @@
 import { loadConfig } from "../config/load.js";
-import { createRuntime } from "../runtime.js";
-import { describeTools } from "../tools/catalog.js";
-import type { CliIo } from "./run.js";
+import { VeilError } from "../errors.js";
+import { createRuntime, type Runtime } from "../runtime.js";
+import { describeTools, publicToolList } from "../tools/catalog.js";
+import type { ListCommand, ToolsCommand } from "./args.js";
+import { cliLogger, type CliIo } from "./terminal.js";
 
-export async function agentsCommand(command: { workspace: string; json: boolean }, io: CliIo): Promise<number> {
+/** Widest description shown in a listing line; `--json` has the whole text. */
+const DESCRIPTION_WIDTH = 100;
+
+export async function agentsCommand(command: ListCommand, io: CliIo): Promise<number> {
   const config = loadConfig({ workspace: command.workspace, env: io.env });
   const agents = Object.values(config.agents);
   if (command.json) io.stdout(JSON.stringify(agents.map((a) => ({ name: a.name, description: a.description, model: a.model ?? null, source: a.source, modes: Object.keys(a.modes) })), null, 2) + "\n");
@@ -11,37 +16,45 @@ export async function agentsCommand(command: { workspace: string; json: boolean 
   return 0;
 }
 
-export async function toolsCommand(command: { workspace: string; agent: string; json: boolean }, io: CliIo): Promise<number> {
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
-  try {
-    const agent = runtime.agents()[command.agent];
-    if (!agent) {
-      io.stderr(`no agent named "${command.agent}"\n`);
-      return 1;
-    }
-    const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent });
+/** The same listing as `GET /tools`; the text form shows each tool's first description line. */
+export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<number> {
+  return withRuntime(command, io, async (runtime) => {
+    const agent = Object.hasOwn(runtime.agents(), command.agent) ? runtime.agents()[command.agent] : undefined;
+    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${command.agent}" (known: ${Object.keys(runtime.agents()).join(", ")})`);
+    const listing = publicToolList(await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent }));
     if (command.json) {
       io.stdout(JSON.stringify(listing, null, 2) + "\n");
       return 0;
     }
-    for (const tool of listing.tools) {
-      io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${tool.scope ?? ""}${tool.folder ? ` ${tool.folder}` : ""}\n`);
+    for (const tool of listing) {
+      // An MCP problem already names its server or file.
+      if (tool.state === "broken") io.stdout(`(broken) ${tool.scope === "mcp" ? tool.error : `${tool.folder}: ${tool.error}`}\n`);
+      else io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${firstLine(tool.description)}\n`);
     }
-    for (const broken of listing.broken) io.stdout(`(broken) ${broken.folder}: ${broken.reason}\n`);
     return 0;
+  });
+}
+
+export async function sessionsCommand(command: ListCommand, io: CliIo): Promise<number> {
+  return withRuntime(command, io, async (runtime) => {
+    const rows = await runtime.store.listSessions();
+    if (command.json) io.stdout(JSON.stringify(rows, null, 2) + "\n");
+    else if (rows.length === 0) io.stdout(`no sessions in ${runtime.config.paths.workspace}\n`);
+    else for (const s of rows) io.stdout(`${s.id}  ${s.agent.padEnd(14)} ${s.status.padEnd(9)} ${s.updated_at}  ctx=${s.context_size}${s.parent_session_id ? `  parent=${s.parent_session_id}` : ""}\n`);
+    return 0;
+  });
+}
+
+async function withRuntime(command: ListCommand | ToolsCommand, io: CliIo, body: (runtime: Runtime) => Promise<number>): Promise<number> {
+  const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
+  try {
+    return await body(runtime);
   } finally {
     await runtime.close();
   }
 }
 
-export async function sessionsCommand(command: { workspace: string; json: boolean }, io: CliIo): Promise<number> {
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
-  try {
-    const rows = await runtime.store.listSessions();
-    if (command.json) io.stdout(JSON.stringify(rows, null, 2) + "\n");
-    else for (const s of rows) io.stdout(`${s.id}  ${s.agent.padEnd(14)} ${s.status.padEnd(9)} ${s.created_at}  ctx=${s.context_size}${s.parent_session_id ? `  parent=${s.parent_session_id}` : ""}\n`);
-    return 0;
-  } finally {
-    await runtime.close();
-  }
+function firstLine(text: string): string {
+  const line = text.trim().split("\n")[0] ?? "";
+  return line.length > DESCRIPTION_WIDTH ? `${line.slice(0, DESCRIPTION_WIDTH - 1)}…` : line;
 }

@@ -1,61 +1,122 @@
 import type { VeilEvent } from "../base/events.js";
-import { createLogger } from "../base/log.js";
-import { createRuntime } from "../runtime.js";
+import { VeilError } from "../errors.js";
+import { createRuntime, type Runtime } from "../runtime.js";
+import type { SessionRow } from "../store/store.js";
 import { preview } from "../tools/format.js";
+import { UsageError, commandUsage, type RunCommand } from "./args.js";
+import { checkModelReady } from "./preflight.js";
+import { cliLogger, paintFor, type CliIo, type Paint } from "./terminal.js";
 
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  env: Record<string, string | undefined>;
-}
+export type { CliIo } from "./terminal.js";
 
-/** One turn in process (no server): assistant text to stdout, tool activity to stderr. Returns the exit code. */
-export async function runOnce(command: { workspace: string; agent: string; model?: string; json: boolean; prompt: string }, io: CliIo): Promise<number> {
-  const runtime = await createRuntime({
-    workspace: command.workspace,
-    mode: "oneshot",
-    env: io.env,
-    log: createLogger({ level: (io.env.VEIL_LOG_LEVEL as "warn" | undefined) ?? "warn", write: (line) => io.stderr(line + "\n") }),
-  });
-  let exitCode = 1;
+/**
+ * One turn in process (no server): assistant text to stdout; thinking (dimmed) and tool
+ * activity to stderr. The session stays open, so `--session ID` / `--continue` can go on
+ * with it later. Returns the exit code.
+ */
+export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
+  const prompt = await resolvePrompt(command, io);
+  const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
   try {
-    const session = await runtime.sessions.create({ agent: command.agent });
-    let endedWithNewline = true;
-    runtime.bus.subscribe({ sessionId: session.id }, (event: VeilEvent) => {
-      if (command.json) {
-        io.stdout(JSON.stringify(event) + "\n");
-        return;
-      }
-      switch (event.type) {
-        case "chat.chunk":
-          io.stdout(event.content);
-          endedWithNewline = event.content.endsWith("\n");
-          break;
-        case "tool.start":
-          io.stderr(`▸ ${event.toolName} ${preview(JSON.stringify(event.toolInput ?? {}), 160)}\n`);
-          break;
-        case "tool.end":
-          io.stderr(`${event.success ? "✓" : "✗"} ${event.toolName} (${event.durationMs} ms) ${preview(event.output.replace(/\s+/g, " "), 160)}\n`);
-          break;
-        default:
-          break;
-      }
-    });
-    const receipt = await runtime.sessions.send(session.id, command.prompt, { model: command.model, meta: { source: "cli" } });
+    const session = await pickSession(runtime, command);
+    checkModelReady(runtime.config, { perCall: command.model, session: session.model, agent: runtime.agents()[session.agent] });
+    const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
+    const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
+    const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
     const result = await receipt.result;
-    if (!command.json && !endedWithNewline) io.stdout("\n");
+    unsubscribe();
+    if (!command.json) (renderer as Renderer).finish();
     if (result.stopReason === "error") {
-      io.stderr(`error: ${result.error?.code ?? "ERROR"}: ${result.error?.message ?? "run failed"}\n`);
-      exitCode = 1;
-    } else if (result.stopReason === "cancelled") {
-      exitCode = 130;
-    } else {
-      if (result.stopReason !== "stop") io.stderr(`run stopped: ${result.stopReason}\n`);
-      exitCode = result.stopReason === "stop" || result.stopReason === "length" ? 0 : 2;
+      io.stderr(`${result.error?.code ?? "ERROR"}: ${result.error?.message ?? "run failed"}\n`);
+      return 1;
     }
-    await runtime.sessions.close(session.id);
+    if (result.stopReason === "cancelled") return 130;
+    if (result.stopReason !== "stop") io.stderr(`run stopped: ${result.stopReason}\n`);
+    return result.stopReason === "stop" || result.stopReason === "length" ? 0 : 2;
   } finally {
     await runtime.close();
   }
-  return exitCode;
+}
+
+/** The prompt: the arguments, else stdin when it is `-` or piped. */
+async function resolvePrompt(command: RunCommand, io: CliIo): Promise<string> {
+  if (command.prompt !== undefined) return command.prompt;
+  const fromStdin = io.stdinIsTTY || !io.readStdin ? "" : (await io.readStdin()).trim();
+  if (!fromStdin) throw new UsageError('veil run: no prompt (give it as an argument, or pipe it in with "-")', commandUsage("run"));
+  return fromStdin;
+}
+
+/** A new session of the chosen agent, the one named by --session, or the last active one (--continue). */
+async function pickSession(runtime: Runtime, command: RunCommand): Promise<SessionRow> {
+  if (command.session !== undefined) {
+    const row = await runtime.sessions.get(command.session);
+    if (row.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${row.id}" is closed; start a new one without --session`);
+    return row;
+  }
+  if (command.continueLast) {
+    const row = lastActive(await runtime.store.listSessions());
+    if (!row) throw new VeilError("SESSION_NOT_FOUND", `no open top-level session to continue in ${runtime.config.paths.workspace}; run without --continue to start one`);
+    return row;
+  }
+  return runtime.sessions.create({ agent: command.agent ?? "default" });
+}
+
+/** The most recently active open top-level session (sub-agents are continued through their parent). */
+export function lastActive(rows: readonly SessionRow[]): SessionRow | undefined {
+  let best: SessionRow | undefined;
+  for (const row of rows) {
+    if (row.parent_session_id !== null || row.status === "closed") continue;
+    if (!best || row.updated_at >= best.updated_at) best = row;
+  }
+  return best;
+}
+
+type Renderer = ((event: VeilEvent) => void) & { finish(): void };
+
+/** Human output: text as it streams to stdout; thinking dimmed and tool activity on stderr. */
+function createRenderer(io: CliIo): Renderer {
+  const err = paintFor(io.env, io.stderrIsTTY);
+  let stdoutAtLineStart = true;
+  let thinking = false;
+  const endThinking = () => {
+    if (thinking) io.stderr("\n");
+    thinking = false;
+  };
+  const render = (event: VeilEvent) => {
+    switch (event.type) {
+      case "thinking.chunk":
+        if (!thinking) io.stderr(err.dim("thinking: "));
+        thinking = true;
+        io.stderr(err.dim(event.content));
+        break;
+      case "chat.chunk":
+        endThinking();
+        io.stdout(event.content);
+        stdoutAtLineStart = event.content.endsWith("\n");
+        break;
+      case "tool.start":
+        endThinking();
+        if (!stdoutAtLineStart) {
+          io.stdout("\n");
+          stdoutAtLineStart = true;
+        }
+        io.stderr(`${err.cyan("▸")} ${err.bold(event.toolName)} ${err.dim(preview(JSON.stringify(event.toolInput ?? {}), 160))}\n`);
+        break;
+      case "tool.end":
+        io.stderr(`${toolMark(err, event.success)} ${event.toolName} ${err.dim(`(${event.durationMs} ms)`)} ${preview(event.output.replace(/\s+/g, " "), 160)}\n`);
+        break;
+      default:
+        break;
+    }
+  };
+  return Object.assign(render, {
+    finish() {
+      endThinking();
+      if (!stdoutAtLineStart) io.stdout("\n");
+    },
+  });
+}
+
+function toolMark(paint: Paint, success: boolean): string {
+  return success ? paint.green("✓") : paint.red("✗");
 }

@@ -1,11 +1,18 @@
+import { tmpdir } from "node:os";
 import { createRuntime } from "../runtime.js";
+import { cleanLeftovers } from "../tools/shared/leftovers.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
-import type { CliIo } from "./run.js";
+import type { ServeCommand } from "./args.js";
+import { modelWarning } from "./preflight.js";
+import { cliLogger, type CliIo } from "./terminal.js";
 
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
-export async function serveCommand(command: { workspace: string; host: string; port: number; secret?: string }, io: CliIo): Promise<number> {
-  const runtime = await createRuntime({ workspace: command.workspace, env: io.env });
+export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
+  const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "info") });
+  // Sessions can still be created without a model; chat cannot, so say so before the first one.
+  const warning = modelWarning(runtime.config);
+  if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   // A stray rejection in one session's background work must not take every session down.
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
@@ -14,6 +21,10 @@ export async function serveCommand(command: { workspace: string; host: string; p
   const server = await startServer({ runtime, secret, host: command.host, port: command.port });
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);
+  // In the background: a big workspace must not delay the start.
+  void cleanLeftovers({ workspace: runtime.config.paths.workspace, tmpDir: tmpdir() }).then(({ files, dirs }) => {
+    if (files.length + dirs.length > 0) runtime.log.info("removed leftovers of dead servers", { files, dirs });
+  });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       runtime.log.info(`received ${signal}, shutting down`);

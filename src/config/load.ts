@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { VeilError } from "../errors.js";
 import { sharedValidators } from "../base/validation.js";
+import { ownEntry, withoutPrototypes } from "./dictionary.js";
 import { builtinDefaultAgent, defaultMode, defaultModelInfo, defaultSettings } from "./defaults.js";
 import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "./schemas.js";
 import type { AgentConfig, ModeConfig, ModelInfo, Settings, VeilConfig, VeilPaths } from "./types.js";
@@ -56,7 +57,7 @@ export function loadConfig(options: LoadOptions): VeilConfig {
   let models: Record<string, ModelInfo> = {};
   for (const dir of [paths.homeDir, paths.projectDir]) {
     const data = readJsonFile(join(dir, "models.json"), validateModels) as Record<string, Partial<ModelInfo>> | undefined;
-    for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...models[key], ...entry } as ModelInfo;
+    for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...ownEntry(models, key), ...entry } as ModelInfo;
   }
   models = Object.fromEntries(
     Object.entries(models).map(([key, entry]) => [
@@ -65,7 +66,7 @@ export function loadConfig(options: LoadOptions): VeilConfig {
     ]),
   );
 
-  return deepFreeze({ paths, settings: finalSettings, models, agents: loadAgents(paths), env: { ...options.env } });
+  return deepFreeze(withoutPrototypes({ paths, settings: finalSettings, models, agents: loadAgents(paths), env: { ...options.env } }));
 }
 
 /** Agents: built-in default < $VEIL_HOME/agents < <workspace>/.veil/agents, by name. */
@@ -84,7 +85,7 @@ export function loadAgents(paths: VeilPaths): Record<string, AgentConfig> {
       agents[agent.name] = agent;
     }
   }
-  return agents;
+  return withoutPrototypes(agents);
 }
 
 /**
@@ -141,7 +142,7 @@ function envShortcuts(env: Record<string, string | undefined>): Record<string, u
 }
 
 function checkProviders(settings: Settings): void {
-  if (settings.defaultProvider && !settings.providers[settings.defaultProvider]) {
+  if (settings.defaultProvider && !ownEntry(settings.providers, settings.defaultProvider)) {
     throw new VeilError("CONFIG_ERROR", `settings.json: defaultProvider "${settings.defaultProvider}" names no entry in "providers"`);
   }
 }

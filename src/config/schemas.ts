@@ -55,6 +55,35 @@ const ProviderSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const HookMatcherSchema = Type.Object(
+  {
+    matcher: Type.Optional(Type.String({ description: "Regular expression over the whole tool name; empty or \"*\" = every tool." })),
+    hooks: Type.Array(
+      Type.Object(
+        {
+          type: Type.Literal("command"),
+          command: Type.String({ minLength: 1, description: "Run with sh -c in the workspace; the event arrives as JSON on stdin." }),
+          timeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Seconds; default 60." })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** Hooks are guardrails: a malformed entry fails the load rather than being skipped silently. */
+const HooksSchema = Type.Object(
+  {
+    PreToolUse: Type.Optional(Type.Array(HookMatcherSchema)),
+    PostToolUse: Type.Optional(Type.Array(HookMatcherSchema)),
+    UserPromptSubmit: Type.Optional(Type.Array(HookMatcherSchema)),
+    Stop: Type.Optional(Type.Array(HookMatcherSchema)),
+    SessionStart: Type.Optional(Type.Array(HookMatcherSchema)),
+  },
+  { additionalProperties: false },
+);
+
 export const SettingsFileSchema = Type.Object(
   {
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
@@ -82,6 +111,9 @@ export const SettingsFileSchema = Type.Object(
       }),
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
+    // Each server entry is checked on its own at discovery (tools/mcp/config.ts): one bad entry breaks only that server.
+    mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown({ description: "An MCP server: { command, args?, env? } or { type: \"http\" | \"sse\", url, headers? }" }))),
+    hooks: Type.Optional(HooksSchema),
   },
   { additionalProperties: true },
 );

@@ -95,6 +95,14 @@ export interface Settings {
     /** Shortest interval for a looping wake-up, seconds. default: 10 */
     minLoopSeconds: number;
   };
+  /**
+   * MCP servers by name (Claude Code's `.mcp.json` shape; `<workspace>/.mcp.json` is read
+   * too, settings win on the same name). Entries are checked one by one when the tools are
+   * discovered, so one bad entry breaks only its own server.
+   */
+  mcpServers?: Record<string, McpServerConfig>;
+  /** Lifecycle hooks, Claude Code's shape (CONTRACT §15). */
+  hooks?: HooksSettings;
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
 }
@@ -161,3 +169,48 @@ export interface VeilConfig {
   /** Environment the config was read with (for apiKeyEnv); never sent to tools. */
   env: Record<string, string | undefined>;
 }
+
+/** One MCP server entry: a local process (stdio, the default) or a remote endpoint. */
+export type McpServerConfig = McpStdioServerConfig | McpRemoteServerConfig;
+
+export interface McpServerCommon {
+  /** Seconds to wait for the server to start and list its tools. default: 30 */
+  startupTimeoutSeconds?: number;
+  /** Seconds one tools/call may take. default: 120 */
+  callTimeoutSeconds?: number;
+}
+
+export interface McpStdioServerConfig extends McpServerCommon {
+  type?: "stdio";
+  command: string;
+  args?: string[];
+  /** Merged over Veil's environment (minus provider keys). */
+  env?: Record<string, string>;
+  /** Working directory; relative to the workspace. default: the workspace */
+  cwd?: string;
+}
+
+export interface McpRemoteServerConfig extends McpServerCommon {
+  /** "http" is streamable HTTP; "sse" the older HTTP+SSE transport. */
+  type: "http" | "sse";
+  url: string;
+  headers?: Record<string, string>;
+}
+
+export type HookEventName = "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "Stop" | "SessionStart";
+
+export interface HookCommand {
+  type: "command";
+  /** Run with `sh -c` in the workspace; gets the event as JSON on stdin. */
+  command: string;
+  /** Seconds before the process group is killed (counts as exit 0). default: 60 */
+  timeout?: number;
+}
+
+export interface HookMatcher {
+  /** Regular expression over the whole tool name; empty or "*" matches every tool. Tool events only. */
+  matcher?: string;
+  hooks: HookCommand[];
+}
+
+export type HooksSettings = Partial<Record<HookEventName, HookMatcher[]>>;

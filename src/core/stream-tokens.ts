@@ -2,8 +2,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { VeilError } from "../errors.js";
 import type { Clock } from "../base/clock.js";
 
-/** How long a minted token may be used to open a stream. */
+/** How long a minted token may be used to open a stream for the first time. */
 export const STREAM_TOKEN_TTL_MS = 60_000;
+/** How long a stream, once opened with a token, may reconnect with it (EventSource's own retries). */
+export const STREAM_RECONNECT_MS = 24 * 60 * 60 * 1000;
 /** Live tokens kept at most; the oldest go first. */
 export const MAX_STREAM_TOKENS = 10_000;
 
@@ -22,8 +24,11 @@ export interface MintedToken {
 }
 
 interface Entry {
+  /** Deadline for opening a stream not opened before. */
   expiresAt: number;
   path?: string;
+  /** Streams this token opened → until when they may reconnect with it. */
+  opened: Map<string, number>;
 }
 
 /**
@@ -34,16 +39,22 @@ interface Entry {
  * (optionally `{ "path": "/remote-methods" }` to bind the token to one stream) and
  * gets `{ token, expiresAt }`; it then opens
  * `new EventSource("/remote-methods?token=" + token)`. A token is random (32 bytes),
- * valid for 60 s, opens only GET requests to the stream paths (`/events`,
- * `/sessions/:id/events`, `/remote-methods`), and is kept only as a SHA-256 hash.
- * It may be reused within its minute (EventSource reconnects with the same URL);
- * after that the page mints a new one. The long-lived secret never appears in a
- * URL; a bad or expired token gets 401.
+ * opens only GET requests to the stream paths (`/events`, `/sessions/:id/events`,
+ * `/remote-methods`), and is kept only as a SHA-256 hash. It opens streams for 60 s after
+ * minting; a stream it opened may reconnect with it for 24 h after that first use, so an
+ * EventSource's own reconnects (same URL, `Last-Event-ID` replay) keep working after the
+ * minute. `DELETE /stream-tokens/:token` revokes one token, `DELETE /stream-tokens` all of
+ * them (log-out); a restart (e.g. with a new secret) forgets every token. The long-lived
+ * secret never appears in a URL; a bad, expired or revoked token gets 401.
  */
 export class StreamTokens {
   private readonly tokens = new Map<string, Entry>();
 
-  constructor(private readonly clock: Clock, private readonly ttlMs = STREAM_TOKEN_TTL_MS) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs = STREAM_TOKEN_TTL_MS,
+    private readonly reconnectMs = STREAM_RECONNECT_MS,
+  ) {}
 
   mint(path?: string): MintedToken {
     if (path !== undefined && !isStreamPath(path)) {
@@ -56,21 +67,39 @@ export class StreamTokens {
     }
     const token = randomBytes(32).toString("base64url");
     const expiresAt = this.clock.now() + this.ttlMs;
-    this.tokens.set(hash(token), { expiresAt, path });
+    this.tokens.set(hash(token), { expiresAt, path, opened: new Map() });
     return { token, expiresAt: new Date(expiresAt).toISOString(), ...(path ? { path } : {}) };
   }
 
-  /** True when `token` is live and opens `path`. */
+  /** True when `token` opens `path`: a stream it opened before (within 24 h), or a first opening within its minute. */
   verify(token: string, path: string): boolean {
     if (!token || token.length > 200 || !isStreamPath(path)) return false;
     const key = hash(token);
     const entry = this.tokens.get(key);
     if (!entry) return false;
-    if (entry.expiresAt <= this.clock.now()) {
-      this.tokens.delete(key);
+    const now = this.clock.now();
+    const reconnectUntil = entry.opened.get(path);
+    if (reconnectUntil !== undefined && now < reconnectUntil) return true;
+    if (entry.expiresAt <= now) {
+      if (!isLive(entry, now)) this.tokens.delete(key);
       return false;
     }
-    return entry.path === undefined || entry.path === path;
+    if (entry.path !== undefined && entry.path !== path) return false;
+    entry.opened.set(path, now + this.reconnectMs);
+    return true;
+  }
+
+  /** Revokes one token; false when it was not live. */
+  revoke(token: string): boolean {
+    return this.tokens.delete(hash(token));
+  }
+
+  /** Revokes every token (log-out); returns how many were live. */
+  revokeAll(): number {
+    this.prune();
+    const count = this.tokens.size;
+    this.tokens.clear();
+    return count;
   }
 
   /** Live tokens (diagnostics). */
@@ -81,8 +110,15 @@ export class StreamTokens {
 
   private prune(): void {
     const now = this.clock.now();
-    for (const [key, entry] of this.tokens) if (entry.expiresAt <= now) this.tokens.delete(key);
+    for (const [key, entry] of this.tokens) if (!isLive(entry, now)) this.tokens.delete(key);
   }
+}
+
+/** A token is live while it may still open a new stream or reconnect one it opened. */
+function isLive(entry: Entry, now: number): boolean {
+  if (entry.expiresAt > now) return true;
+  for (const until of entry.opened.values()) if (until > now) return true;
+  return false;
 }
 
 export function isStreamPath(path: string): boolean {

@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { VERSION } from "../version.js";
 import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js";
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
+import { corsPolicy } from "./cors.js";
 import { apiError, errorResponse } from "./errors.js";
 import { agentRoutes } from "./routes/agents.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -23,10 +24,15 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   app.onError((error, c) => errorResponse(c, error, runtime.log));
   app.notFound((c) => apiError(c, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`));
 
+  const cors = corsPolicy(runtime.config.settings);
+  const hostsFor = (host: string | undefined) => state.allowedHosts ?? new Set([(host ?? "").toLowerCase()]);
+  app.use("*", cors.middleware((host) => hostAllowed(host, hostsFor(host))));
+
   app.use("*", async (c, next) => {
-    const hosts = state.allowedHosts ?? new Set([(c.req.header("host") ?? "").toLowerCase()]);
+    const hosts = hostsFor(c.req.header("host"));
     if (!hostAllowed(c.req.header("host"), hosts)) return apiError(c, "FORBIDDEN", "Host header does not name this server");
-    if (!originAllowed(c.req.header("origin"), hosts)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
+    const origin = c.req.header("origin");
+    if (!originAllowed(origin, hosts) && !cors.allows(origin)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
     c.set("authenticated", tokenMatches(bearerToken(c.req.header("authorization")), state.secret));
     if (!PUBLIC_PATHS.has(c.req.path) && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
       return apiError(c, "UNAUTHORIZED", "missing or wrong bearer token (Authorization: Bearer <secret>)");

@@ -111,10 +111,13 @@ export function sseResponse(options: SseOptions): Response {
               for (;;) {
                 const page = await log.replay(options.filter, lastId);
                 if (closed || page.length === 0) break;
+                // One chunk per page: encoding and queueing cost per page, not per event.
+                let text = "";
                 for (const event of page) {
                   lastId = event.id;
-                  if (event.wire) push(encoder.encode(formatSse(event.wire, event.id)), true);
+                  if (event.wire) text += formatSse(event.wire, event.id);
                 }
+                if (text) push(encoder.encode(text), true);
                 // Replay respects the reader's pace instead of dropping it.
                 while (!closed && (controller.desiredSize ?? 1) <= 0) await new Promise<void>((r) => (wakeReplay = r));
               }

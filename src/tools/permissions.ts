@@ -13,9 +13,9 @@ export function modeConfig(agent: AgentConfig, mode: string): ModeConfig {
  * `tools` list means every tool; paired tools follow their partner.
  */
 export function isToolAllowed(mode: ModeConfig, name: string): boolean {
-  if (mode.disallowedTools.includes(name)) return false;
+  if (listNames(mode.disallowedTools, name)) return false;
   if (mode.tools.length === 0) return true;
-  if (mode.tools.includes(name)) return true;
+  if (listNames(mode.tools, name)) return true;
   const partner = PAIRED[name];
   return partner !== undefined && (mode.tools.includes(partner) || mode.preActivatedTools.includes(partner));
 }
@@ -30,13 +30,29 @@ const DISCOVERY_TOOLS = new Set(["tool_search", "tool_activate"]);
  */
 export function isToolAllowedWithCustom(mode: ModeConfig, name: string, customNames: ReadonlySet<string>): boolean {
   if (isToolAllowed(mode, name)) return true;
-  if (!DISCOVERY_TOOLS.has(name) || mode.disallowedTools.includes(name)) return false;
-  return mode.tools.some((tool) => customNames.has(tool) && !mode.disallowedTools.includes(tool));
+  if (!DISCOVERY_TOOLS.has(name) || listNames(mode.disallowedTools, name)) return false;
+  return mode.tools.some((entry) => {
+    if (!entry.endsWith("*")) return customNames.has(entry) && !listNames(mode.disallowedTools, entry);
+    for (const custom of customNames) if (matchesToolEntry(entry, custom) && !listNames(mode.disallowedTools, custom)) return true;
+    return false;
+  });
+}
+
+/**
+ * One entry of `tools`, `disallowedTools` or `preActivatedTools`: an exact tool name,
+ * or a prefix ending in "*" (`mcp__<server>__*` names every tool of one MCP server).
+ */
+export function matchesToolEntry(entry: string, name: string): boolean {
+  return entry.endsWith("*") ? name.startsWith(entry.slice(0, -1)) : entry === name;
+}
+
+function listNames(list: readonly string[], name: string): boolean {
+  return list.some((entry) => matchesToolEntry(entry, name));
 }
 
 export function permissionMessage(agent: AgentConfig, modeName: string, name: string): string {
   const mode = modeConfig(agent, modeName);
-  if (mode.disallowedTools.includes(name)) {
+  if (listNames(mode.disallowedTools, name)) {
     return `tool "${name}" is in disallowedTools of agent "${agent.name}" (mode "${modeName}")`;
   }
   return `tool "${name}" is not in the tools allowlist of agent "${agent.name}" (mode "${modeName}")`;

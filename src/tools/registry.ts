@@ -1,15 +1,15 @@
 import type { AgentConfig } from "../config/types.js";
-import { isToolAllowed, isToolAllowedWithCustom, modeConfig, permissionMessage } from "./permissions.js";
+import { isToolAllowed, isToolAllowedWithCustom, matchesToolEntry, modeConfig, permissionMessage } from "./permissions.js";
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
 import type { Logger, RegisteredTool } from "./types.js";
 
-/** Where custom tools come from (the folder loader; MCP servers later). */
+/** Where custom tools come from (tool folders, MCP servers). */
 export interface CustomToolSource {
   /** Custom tools visible to an agent, already resolved across tiers (agent > project > global). */
   discover(agent: AgentConfig): Promise<RegisteredTool[]>;
-  /** Folders skipped in the last discovery for this agent, with the file at fault and why. */
-  broken?(agent: AgentConfig): BrokenToolFolder[];
+  /** What was skipped in the last discovery for this agent (a folder, a server, a tool), and why. */
+  broken?(agent: AgentConfig): BrokenTool[];
 }
 
 export interface BrokenToolFolder {
@@ -18,6 +18,35 @@ export interface BrokenToolFolder {
   file: string;
   reason: string;
 }
+
+/** An MCP server that failed (or a bad .mcp.json: server null), or one tool of a server that was skipped. */
+export interface BrokenMcpEntry {
+  scope: "mcp";
+  server: string | null;
+  tool?: string;
+  file?: string;
+  reason: string;
+}
+
+export type BrokenTool = BrokenToolFolder | BrokenMcpEntry;
+
+/** Several sources as one; on a name clash the earlier source wins. */
+export function combineToolSources(sources: readonly CustomToolSource[]): CustomToolSource {
+  return {
+    async discover(agent) {
+      const lists = await Promise.all(sources.map((source) => source.discover(agent)));
+      const byName = new Map<string, RegisteredTool>();
+      for (const tool of lists.flat()) if (!byName.has(tool.name)) byName.set(tool.name, tool);
+      return [...byName.values()];
+    },
+    broken(agent) {
+      return sources.flatMap((source) => source.broken?.(agent) ?? []);
+    },
+  };
+}
+
+/** The tier-2 summary stays under this size; past it MCP tools are summarised per server (CONTRACT §15). */
+export const SUMMARY_BUDGET_BYTES = 8 * 1024;
 
 export type ToolResolution = { ok: true; tool: RegisteredTool } | { ok: false; code: "TOOL_NOT_FOUND" | "PERMISSION_DENIED"; message: string };
 
@@ -57,7 +86,7 @@ export class SessionToolset {
     for (const tool of options.custom) if (!builtins.has(tool.name)) custom.set(tool.name, tool);
     const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store);
     const mode = modeConfig(options.agent, options.mode);
-    for (const name of mode.preActivatedTools) {
+    for (const name of expandPatterns(mode.preActivatedTools, custom)) {
       if (builtins.has(name)) {
         options.log.info(`preActivatedTools: "${name}" is a built-in tool, already in tools[]; the entry has no effect`, { agent: options.agent.name });
       } else if (!custom.has(name)) {
@@ -93,19 +122,36 @@ export class SessionToolset {
     return specs;
   }
 
-  /** Tier 2: one line per custom tool the agent may use and has not activated. */
+  /**
+   * Tier 2: one line per custom tool the agent may use and has not activated.
+   * While the whole summary stays under SUMMARY_BUDGET_BYTES every MCP tool is
+   * listed too; past that each MCP server is one line with its tool count.
+   */
   summary(): string {
     const lines: string[] = [];
+    const mcpLines: string[] = [];
+    const perServer = new Map<string, { prefix: string; count: number }>();
     for (const tool of this.custom.values()) {
       if (this.activated.has(tool.name) || !this.allowed(tool.name)) continue;
-      lines.push(`- ${tool.name}: ${firstLine(tool.description)}`);
+      const line = `- ${tool.name}: ${firstLine(tool.description)}`;
+      if (tool.source?.scope !== "mcp") {
+        lines.push(line);
+        continue;
+      }
+      mcpLines.push(line);
+      const server = perServer.get(tool.source.server) ?? { prefix: `${tool.name.split("__", 2).join("__")}__`, count: 0 };
+      server.count++;
+      perServer.set(tool.source.server, server);
     }
-    if (lines.length === 0) return "";
-    return [
+    if (lines.length === 0 && mcpLines.length === 0) return "";
+    const header = [
       "## Custom tools",
       "These tools exist but are not loaded. Call tool_search to read a tool's schema, then tool_activate to make it callable on your next step.",
-      ...lines,
-    ].join("\n");
+    ];
+    const full = [...header, ...lines, ...mcpLines].join("\n");
+    if (mcpLines.length === 0 || Buffer.byteLength(full) < SUMMARY_BUDGET_BYTES) return full;
+    const servers = [...perServer].map(([name, { prefix, count }]) => `- ${prefix}*: ${count} tools of MCP server "${name}"`);
+    return [...header, ...lines, "MCP servers (too many tools to list here; call tool_search with the server name or a word of the task to see them):", ...servers].join("\n");
   }
 
   resolve(name: string): ToolResolution {
@@ -151,6 +197,16 @@ export class SessionToolset {
   builtinTools(): RegisteredTool[] {
     return [...this.builtins.values()];
   }
+}
+
+/** preActivatedTools entries with `mcp__<server>__*`-style patterns replaced by the custom tools they name. */
+function expandPatterns(entries: readonly string[], custom: ReadonlyMap<string, RegisteredTool>): string[] {
+  const out = new Set<string>();
+  for (const entry of entries) {
+    if (!entry.endsWith("*")) out.add(entry);
+    else for (const name of custom.keys()) if (matchesToolEntry(entry, name)) out.add(name);
+  }
+  return [...out];
 }
 
 function toSpec(tool: RegisteredTool): LlmToolSpec {

@@ -102,8 +102,8 @@ export interface RegisteredTool {
   timeoutMs?: number;
   readOnly: boolean;
   tier: "builtin" | "custom";
-  /** For custom tools: "agent" | "project" | "global" and the folder. */
-  source?: { scope: "agent" | "project" | "global"; folder: string };
+  /** For custom tools: the folder tier and folder, or the MCP server and its own tool name. */
+  source?: { scope: "agent" | "project" | "global"; folder: string } | { scope: "mcp"; server: string; tool: string };
   /** Returns null when valid, else a message phrased for the model. */
   validate(input: unknown): string | null;
   execute(input: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome | string>;

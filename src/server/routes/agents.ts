@@ -1,7 +1,8 @@
 import type { Hono } from "hono";
+import { ownEntry } from "../../config/dictionary.js";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
-import { describeTools } from "../../tools/catalog.js";
+import { describeTools, publicToolList } from "../../tools/catalog.js";
 import type { AppEnv, ServerState } from "../context.js";
 
 export function publicAgent(agent: AgentConfig) {
@@ -23,18 +24,16 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.get("/agents", (c) => c.json(Object.values(runtime.agents()).map(publicAgent)));
 
   app.get("/agents/:name", (c) => {
-    const agent = runtime.agents()[c.req.param("name")];
+    const agent = ownEntry(runtime.agents(), c.req.param("name"));
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${c.req.param("name")}"`);
     return c.json(publicAgent(agent));
   });
 
   app.get("/tools", async (c) => {
     const name = c.req.query("agent") ?? "default";
-    const agent = runtime.agents()[name];
+    const agent = ownEntry(runtime.agents(), name);
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
-    // Broken tool folders are listed too, so a user sees why a tool is missing.
-    const broken = listing.broken.map((b) => ({ name: null, tier: "custom", state: "broken", scope: b.scope, folder: b.folder, file: b.file, error: b.reason }));
-    return c.json([...listing.tools, ...broken]);
+    return c.json(publicToolList(listing));
   });
 }

@@ -9,7 +9,7 @@ import type { StreamEvent } from "../../llm/types.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 
-const CompletionBody = Type.Object(
+export const CompletionBody = Type.Object(
   {
     model: Type.Optional(Type.String({ minLength: 1 })),
     messages: Type.Array(Type.Object({ role: Type.String() }, { additionalProperties: true }), { minItems: 1 }),

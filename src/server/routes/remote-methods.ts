@@ -1,13 +1,14 @@
 import { Type, type Static } from "../../schema.js";
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { VeilError } from "../../errors.js";
 import type { RemoteMethodService } from "../../core/remote-methods.js";
+import type { StreamTokens } from "../../core/stream-tokens.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, sseResponse } from "../sse.js";
 
-const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) });
-const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
+export const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) });
+export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
 
 /**
  * The manual's Remote Method Execution endpoints:
@@ -48,16 +49,23 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
 
 /**
  * `POST /stream-tokens` (bearer secret required) `{ path? }` → `200 { token, expiresAt, path? }`:
- * a 60-second token a browser puts on an EventSource URL (`/remote-methods?token=…`,
- * `/events?token=…`, `/sessions/:id/events?token=…`) instead of the secret. See core/stream-tokens.ts.
+ * a token a browser puts on an EventSource URL (`/remote-methods?token=…`, `/events?token=…`,
+ * `/sessions/:id/events?token=…`) instead of the secret: it opens a stream within 60 s, and
+ * that stream may reconnect with it for 24 h. `DELETE /stream-tokens/:token` revokes one
+ * (`{ revoked: boolean }`), `DELETE /stream-tokens` all (`{ revoked: count }`). See core/stream-tokens.ts.
  */
 export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
+  const tokens = (c: Context<AppEnv>, action: string): StreamTokens => {
+    // A stream token cannot mint or revoke: only the bearer secret can.
+    if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", `${action} stream tokens needs Authorization: Bearer <secret>`);
+    return runtime.streamTokens;
+  };
   app.post("/stream-tokens", async (c) => {
-    // A stream token cannot mint another: only the bearer secret can.
-    if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", "minting a stream token needs Authorization: Bearer <secret>");
-    const tokens = runtime.streamTokens;
+    const service = tokens(c, "minting");
     const body = await jsonBody<Static<typeof MintBody>>(c, MintBody);
-    return c.json(tokens.mint(body.path));
+    return c.json(service.mint(body.path));
   });
+  app.delete("/stream-tokens/:token", (c) => c.json({ revoked: tokens(c, "revoking").revoke(c.req.param("token")) }));
+  app.delete("/stream-tokens", (c) => c.json({ revoked: tokens(c, "revoking").revokeAll() }));
 }

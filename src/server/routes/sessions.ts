@@ -9,7 +9,7 @@ import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
 import { sseResponse } from "../sse.js";
 
-const CreateBody = Type.Object(
+export const CreateBody = Type.Object(
   {
     agent: Type.Optional(Type.String({ minLength: 1 })),
     mode: Type.Optional(Type.String({ minLength: 1 })),
@@ -20,7 +20,7 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 
-const ChatBody = Type.Object(
+export const ChatBody = Type.Object(
   {
     message: Type.String({ minLength: 1 }),
     model: Type.Optional(Type.String({ minLength: 1 })),

@@ -5,7 +5,7 @@ import type { WakeupService } from "../../core/wakeups.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 
-const ArmBody = Type.Object(
+export const ArmBody = Type.Object(
   {
     time: Type.Union([Type.String({ minLength: 1 }), Type.Number()]),
     message: Type.Optional(Type.String()),

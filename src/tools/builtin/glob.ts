@@ -2,13 +2,16 @@ import { Type } from "../../schema.js";
 import { isAbsolute, relative } from "node:path";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
-import { displayPath, isReadProtected, isWithin, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
+import { displayPath, isWithin, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool } from "../shared/fs-errors.js";
 import { ripgrepPath } from "../shared/ripgrep.js";
 import { skippedDirs } from "../shared/file-walk.js";
+import { GLOB_THREADS_KEY, GlobThreads } from "../shared/glob-thread.js";
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 5000;
+/** A pattern that backtracks for this long is stopped (its worker thread is terminated). */
+const GLOB_TIMEOUT_MS = 120_000;
 
 const Params = Type.Object(
   {
@@ -27,6 +30,7 @@ export const glob = defineTool({
     "applied; .git and node_modules are skipped unless the pattern names node_modules.",
   params: Params,
   readOnly: true,
+  timeoutMs: GLOB_TIMEOUT_MS,
   async execute(input, ctx) {
     const cwd = input.cwd === undefined ? ctx.workspace : resolveToolPath(ctx.workspace, input.cwd);
     const cwdStats = await statForTool(cwd, "directory");
@@ -38,11 +42,10 @@ export const glob = defineTool({
     const rg = await ripgrepPath(ctx);
     const engine = rg ? "rg" : "node";
     const skipDirs = skippedDirs(displayPath(ctx.workspace, cwd), pattern);
-    // The runtime's secret and database files are not surfaced (the DB would always be "newest").
-    const exclude = (absolute: string) => isReadProtected(policy, absolute);
-    // picomatch and the walker load on first use, not at start-up.
-    const { globFiles } = await import("../shared/glob-search.js");
-    const { total, newest } = await globFiles({ cwd, pattern, skipDirs, rg, limit, exclude, signal: ctx.signal });
+    // Matching runs on a worker thread: a backtracking pattern must not freeze the server.
+    // The policy there leaves out the runtime's secret and database files (the DB would always be "newest").
+    const threads = ctx.runtime.get(GLOB_THREADS_KEY, () => new GlobThreads());
+    const { total, newest } = await threads.run({ cwd, pattern, skipDirs, rg, limit, policy }, ctx.signal);
     if (ctx.signal.aborted) throw new ToolError("CANCELLED", "glob was cancelled.");
     const shown = newest.map((entry) => entry.path);
 

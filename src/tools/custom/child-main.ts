@@ -25,8 +25,34 @@ const ModuleInternals = Module as unknown as {
   _resolveFilename(request: string, parent: unknown, isMain: boolean, options?: unknown): string;
 };
 
+/** How often the process checks that the server that forked it still lives. */
+const PARENT_CHECK_MS = 500;
+
+/**
+ * A tool process must not outlive its server. A kill -9 of the server closes the IPC
+ * channel, but that can happen before this module runs (then no "disconnect" is seen),
+ * so the parent pid (VEIL_PARENT_PID, set by the pool) is also checked on a timer.
+ */
+function exitWithParent(): void {
+  const expected = Number(process.env.VEIL_PARENT_PID);
+  const orphaned = () => !process.connected || (Number.isInteger(expected) && expected > 0 && process.ppid !== expected);
+  if (orphaned()) process.exit(0);
+  process.on("disconnect", () => process.exit(0));
+  setInterval(() => {
+    if (orphaned()) process.exit(0);
+  }, PARENT_CHECK_MS).unref();
+}
+
 function main(): void {
-  const send = (message: ChildMessage) => process.send?.(message);
+  exitWithParent();
+  // A failed send means the channel is gone: exit, never throw (an error thrown from here
+  // would reach the fatal handler, which sends again: an endless loop on a dead channel).
+  const send = (message: ChildMessage) => {
+    if (!process.connected) return process.exit(0);
+    process.send?.(message, undefined, {}, (error: Error | null) => {
+      if (error && !process.connected) process.exit(0);
+    });
+  };
   // Loaded after "ready" so a cold process answers its first call sooner; LLM calls wait for it.
   let providerApi: typeof import("../../llm/provider-api.js") | null = null;
   const providerApiLoaded = import("../../llm/provider-api.js").then((api) => (providerApi = api));
@@ -153,7 +179,6 @@ function main(): void {
   };
   process.on("uncaughtException", fatal);
   process.on("unhandledRejection", fatal);
-  process.on("disconnect", () => process.exit(0));
   send({ t: "ready", pid: process.pid });
 }
 

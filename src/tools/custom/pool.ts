@@ -155,7 +155,8 @@ export class ChildPool implements Disposable {
   private spawn(): Worker {
     const child = fork(this.options.runnerPath, [], {
       cwd: this.options.cwd,
-      env: this.options.env,
+      // The child exits when its parent pid changes (the server died; see child-main.ts).
+      env: { ...this.options.env, VEIL_PARENT_PID: String(process.pid) },
       execArgv: [`--max-old-space-size=${this.options.maxOldSpaceMb ?? 512}`],
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",

@@ -1,10 +1,9 @@
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { AgentConfig, VeilConfig } from "../../config/types.js";
 import { ToolError } from "../../errors.js";
 import { callWithProviderFallback } from "../../llm/provider-api.js";
 import type { CustomToolSource } from "../registry.js";
+import { compiledEntry } from "../shared/compiled-entry.js";
 import type { Logger, RegisteredTool, ResourceScope, ToolContext, ToolServices } from "../types.js";
 import { sharedValidators } from "../../base/validation.js";
 import { ToolFolderScanner, type BrokenToolFolder, type ToolFolder, type ToolScope } from "./discovery.js";
@@ -171,8 +170,5 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
  * sibling child-main.js; from the TypeScript sources (tests) it is the built copy in dist/.
  */
 export function locateRunner(from: string = import.meta.url): string {
-  const here = fileURLToPath(from);
-  const sibling = fileURLToPath(new URL("./child-main.js", from));
-  if (here.endsWith(".js") && existsSync(sibling)) return sibling;
-  return fileURLToPath(new URL("../../../dist/src/tools/custom/child-main.js", from));
+  return compiledEntry(from, "child-main.js");
 }

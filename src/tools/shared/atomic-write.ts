@@ -2,6 +2,7 @@ import { open, rename, rm, mkdir, stat, type FileHandle } from "node:fs/promises
 import { randomBytes } from "node:crypto";
 import { basename, dirname, join } from "node:path";
 import { ToolError } from "../../errors.js";
+import { tempFileName } from "./leftovers.js";
 
 export interface AtomicWriteOptions {
   /** File mode for the result; default: the existing file's mode, else 0o666 minus umask. */
@@ -21,7 +22,8 @@ export async function atomicWrite(target: string, data: string | Buffer, options
   if (options.createParents ?? true) await mkdir(dir, { recursive: true }).catch((error) => rethrow(error, dir));
   const existing = await stat(target).catch(() => undefined);
   const mode = options.mode ?? (existing ? existing.mode & 0o7777 : undefined);
-  const temp = join(dir, `.${basename(target)}.${randomBytes(6).toString("hex")}.veil-tmp`);
+  // Named after its owner, so a server killed mid-write has its leftover cleared at the next start.
+  const temp = join(dir, tempFileName(basename(target), randomBytes(6).toString("hex")));
   let handle: FileHandle | undefined;
   try {
     handle = await open(temp, "wx", mode ?? 0o666);

@@ -1,4 +1,5 @@
 import { Type } from "../../../schema.js";
+import { ownEntry } from "../../../config/dictionary.js";
 import type { ReasoningConfig } from "../../../config/types.js";
 import type { SessionManager } from "../../session-manager.js";
 import { resolveBudget } from "../../../engines/stop-conditions.js";
@@ -66,7 +67,7 @@ export const agentSpawn = defineTool({
     refuseLegacyKeys(input as Record<string, unknown>);
     const service = multiAgent(ctx);
     const { store, settings } = service.deps;
-    const agent = service.agents()[input.agent];
+    const agent = ownEntry(service.agents(), input.agent);
     if (!agent) {
       throw new ToolError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known agents: ${Object.keys(service.agents()).sort().join(", ")})`);
     }

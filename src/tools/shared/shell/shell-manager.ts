@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../../base/clock.js";
 import type { Disposable } from "../../types.js";
+import { shellDirPrefix } from "../leftovers.js";
 import { BackgroundShell, backgroundShellId } from "./background-shell.js";
 import { snapshotCommand } from "./bash-script.js";
 import { PROCESS_GROUP, type Isolation } from "./isolation.js";
@@ -40,7 +41,8 @@ export interface ForegroundRun extends RunResult {
  * with their descendants (see isolation.ts), and removes the temp folder.
  */
 export class ShellManager implements Disposable {
-  readonly tempDir = mkdtempSync(join(tmpdir(), "veil-shell-"));
+  // The pid in the name lets the next server clear this folder if this one is killed (leftovers.ts).
+  readonly tempDir = mkdtempSync(join(tmpdir(), shellDirPrefix()));
   private foreground?: PersistentShell;
   private starting?: Promise<PersistentShell>;
   private initialDir?: string;

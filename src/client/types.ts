@@ -1,0 +1,120 @@
+/**
+ * The wire types of Veil's HTTP API, for `veilcli/client`. Only `src/base` types are
+ * imported, so the client pulls in no server code.
+ */
+import type { VeilEvent } from "../base/events.js";
+import type { SessionStatus, TokenUsage } from "../base/usage.js";
+
+export type { EventOf, VeilEvent, VeilEventType } from "../base/events.js";
+export type { SessionStatus, TokenUsage } from "../base/usage.js";
+
+export interface Reasoning {
+  effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  max_tokens?: number;
+}
+
+export interface BudgetOverride {
+  max_tokens?: number;
+  max_wall_seconds?: number;
+  max_spawn_depth?: number;
+  max_iterations?: number;
+}
+
+/** A session row (`GET /sessions/:id`). */
+export interface Session {
+  id: string;
+  agent: string;
+  mode: string;
+  status: SessionStatus;
+  parent_session_id: string | null;
+  spawn_depth: number;
+  instance_name: string | null;
+  model: string | null;
+  reasoning: Reasoning | null;
+  budget_override: BudgetOverride | null;
+  context_size: number;
+  token_usage: TokenUsage;
+  created_at: string;
+  updated_at: string;
+  [extra: string]: unknown;
+}
+
+export interface CreateSession {
+  agent?: string;
+  mode?: string;
+  model?: string;
+  reasoning?: Reasoning;
+  budget_override?: BudgetOverride;
+}
+
+export interface ChatOptions {
+  model?: string;
+  reasoning?: Reasoning;
+  signal?: AbortSignal;
+}
+
+/** The sync answer of `POST /sessions/:id/chat`. */
+export interface ChatReply {
+  content: string | null;
+  finishReason: string;
+  stopReason: string;
+  tokenUsage: TokenUsage;
+  messageId: string | null;
+}
+
+/** A stored message (`GET /sessions/:id/messages`). */
+export interface Message {
+  id: string;
+  session_id: string;
+  seq: number;
+  role: "system" | "user" | "assistant" | "tool";
+  content: unknown;
+  created_at: string;
+  [extra: string]: unknown;
+}
+
+export interface Agent {
+  name: string;
+  description: string;
+  model: string | null;
+  source: string;
+  [extra: string]: unknown;
+}
+
+export interface Tool {
+  name: string | null;
+  description?: string;
+  tier: "builtin" | "custom";
+  state: string;
+  input_schema?: Record<string, unknown>;
+  [extra: string]: unknown;
+}
+
+export interface Wakeup {
+  time: string | number;
+  message?: string;
+  loop?: boolean;
+  [extra: string]: unknown;
+}
+
+export interface StreamToken {
+  token: string;
+  expiresAt: string;
+  path?: string;
+}
+
+export interface EventStreamOptions {
+  /** Only this session's events (its per-session `seq` is then the SSE id). */
+  session?: string;
+  /** Replay what came after this id first (a per-session seq with `session`, else a global gseq). */
+  lastEventId?: number;
+  /** Ends the stream (the iterator finishes). */
+  signal?: AbortSignal;
+  /** First reconnect delay, ms; doubles up to maxRetryMs. default: 250 */
+  retryMs?: number;
+  /** default: 5000 */
+  maxRetryMs?: number;
+}
+
+/** What an event stream iterator yields. */
+export type StreamedEvent = VeilEvent;

@@ -1,0 +1,215 @@
+import type { Hono } from "hono";
+import { Type, type TSchema } from "../schema.js";
+import { VERSION } from "../version.js";
+import type { AppEnv, ServerState } from "./context.js";
+import { CompletionBody } from "./routes/completions.js";
+import { MintBody, ResultBody } from "./routes/remote-methods.js";
+import { ChatBody, CreateBody } from "./routes/sessions.js";
+import { ArmBody } from "./routes/wakeups.js";
+
+/**
+ * `GET /openapi.json`: OpenAPI 3.1 for every route the app has registered. The paths come
+ * from the Hono router itself and the request bodies are the very schemas the routes
+ * validate with, so the document cannot drift from the server: a route added without an
+ * entry below still appears (marked `x-veil-undocumented`, which a test refuses).
+ */
+export function openApiRoutes(app: Hono<AppEnv>, _state: ServerState): void {
+  app.get("/openapi.json", (c) => c.json(openApiDocument(app.routes)));
+}
+
+type Method = "get" | "post" | "put" | "delete";
+
+interface Doc {
+  summary: string;
+  tag: string;
+  /** JSON body schema (validated by the route with the same object). */
+  body?: TSchema;
+  /** The body may also be raw text/plain (memory files). */
+  textBody?: boolean;
+  query?: Record<string, string>;
+  /** Answers text/event-stream. */
+  sse?: boolean;
+  /** Answers text/event-stream when the request asks for it (chat). */
+  sseOptional?: boolean;
+  status?: number;
+  response?: TSchema | string;
+  /** Reachable without the bearer secret. */
+  public?: boolean;
+  /** May be opened with ?token= from POST /stream-tokens instead of the secret. */
+  streamToken?: boolean;
+}
+
+const ErrorSchema = Type.Object({
+  error: Type.Object({ code: Type.String({ description: "stable code from the catalogue, e.g. SESSION_NOT_FOUND" }), message: Type.String(), details: Type.Optional(Type.Object({}, { additionalProperties: true })) }),
+});
+
+const TokenUsage = Type.Object({}, { additionalProperties: { type: "integer" }, description: "prompt_tokens, completion_tokens, total_tokens, cached_tokens, …" });
+
+const SessionSchema = Type.Object(
+  {
+    id: Type.String(),
+    agent: Type.String(),
+    mode: Type.String(),
+    status: Type.Union([Type.Literal("idle"), Type.Literal("running"), Type.Literal("suspended"), Type.Literal("closed")]),
+    parent_session_id: Type.Union([Type.String(), Type.Null()]),
+    spawn_depth: Type.Integer(),
+    model: Type.Union([Type.String(), Type.Null()]),
+    context_size: Type.Integer(),
+    token_usage: TokenUsage,
+    created_at: Type.String({ format: "date-time" }),
+    updated_at: Type.String({ format: "date-time" }),
+  },
+  { additionalProperties: true },
+);
+
+const ChatReply = Type.Object(
+  { content: Type.String(), finishReason: Type.String(), stopReason: Type.String(), tokenUsage: TokenUsage, messageId: Type.Union([Type.String(), Type.Null()]) },
+  { additionalProperties: true },
+);
+
+const EventSchema = Type.Object(
+  { type: Type.String({ description: "chat.message, chat.chunk, thinking.chunk, tool.start, tool.end, chat.done, …" }), sessionId: Type.Optional(Type.String()), seq: Type.Optional(Type.Integer()) },
+  { additionalProperties: true, description: "one SSE `data:` payload; see the README's events table" },
+);
+
+/** The JSON form of a memory body; raw text/plain works too (routes/memory.ts). */
+const MemoryJsonBody = Type.Object({ content: Type.String() }, { additionalProperties: false });
+
+const AnyObject = Type.Object({}, { additionalProperties: true });
+const ListOf = (items: TSchema) => Type.Array(items);
+const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq (same as the Last-Event-ID header)", token: "stream token (POST /stream-tokens), for EventSource" };
+
+/** Summaries and schemas, keyed by `METHOD path` as Hono registers it. */
+const DOCS: Record<string, Doc> = {
+  "GET /health": { summary: "liveness and version", tag: "server", public: true, response: Type.Object({ ok: Type.Boolean(), version: Type.String() }) },
+  "GET /openapi.json": { summary: "this document", tag: "server", response: AnyObject },
+  "GET /events": { summary: "live events of every session (SSE; id is the global gseq)", tag: "events", sse: true, streamToken: true, query: { session: "only this session's events", ...SESSION_EVENTS_QUERY } },
+  "GET /agents": { summary: "agents visible in the workspace", tag: "agents", response: ListOf(AnyObject) },
+  "GET /agents/:name": { summary: "one agent", tag: "agents", response: AnyObject },
+  "GET /tools": { summary: "built-in and custom tools an agent sees, with tier, state and schema", tag: "agents", query: { agent: "agent name (default: default)", mode: "mode (default: chat)" }, response: ListOf(AnyObject) },
+  "POST /sessions": { summary: "create a session", tag: "sessions", body: CreateBody, status: 201, response: SessionSchema },
+  "GET /sessions": { summary: "list sessions", tag: "sessions", query: { status: "idle | running | suspended | closed", parent: "only sub-agents of this session" }, response: ListOf(SessionSchema) },
+  "GET /sessions/:id": { summary: "one session", tag: "sessions", response: SessionSchema },
+  "DELETE /sessions/:id": { summary: "close a session (kills its shells, drops its timer, closes its sub-agents)", tag: "sessions", response: SessionSchema },
+  "GET /sessions/:id/messages": { summary: "stored messages, oldest first", tag: "sessions", query: { after: "only messages after this seq", limit: "at most this many" }, response: ListOf(AnyObject) },
+  "GET /sessions/:id/todos": { summary: "the session's todo list", tag: "sessions", response: ListOf(AnyObject) },
+  "POST /sessions/:id/cancel": { summary: "cancel the running turn", tag: "sessions", response: AnyObject },
+  "POST /sessions/:id/suspend": { summary: "suspend (chat refused with 409 until resumed)", tag: "sessions", response: AnyObject },
+  "POST /sessions/:id/resume": { summary: "resume a suspended session", tag: "sessions", response: AnyObject },
+  "POST /sessions/:id/chat": { summary: "send a message and run a turn; SSE of the turn's events with stream: true or Accept: text/event-stream", tag: "sessions", body: ChatBody, sseOptional: true, response: ChatReply },
+  "GET /sessions/:id/events": {
+    summary: "live events of one session (SSE; id is seq); Last-Event-ID replays; with follow=false the stored events as a JSON array (paging history)",
+    tag: "events",
+    sse: true,
+    streamToken: true,
+    query: { ...SESSION_EVENTS_QUERY, follow: "false: answer the stored events after `after` as JSON and end", after: "with follow=false: events after this seq (default 0)", limit: "with follow=false: at most this many (default 1000, max 10000)" },
+    response: ListOf(EventSchema),
+  },
+  "GET /sessions/:id/wakeup": { summary: "the wake-up schedule", tag: "wake-ups", response: AnyObject },
+  "POST /sessions/:id/wakeup": { summary: "arm (or with time \"0\" cancel) the wake-up", tag: "wake-ups", body: ArmBody, response: AnyObject },
+  "DELETE /sessions/:id/wakeup": { summary: "cancel the wake-up", tag: "wake-ups", response: AnyObject },
+  "GET /memory/:file": { summary: "read a global memory file (text, or JSON with Accept: application/json)", tag: "memory", response: "text" },
+  "PUT /memory/:file": { summary: "overwrite a global memory file", tag: "memory", body: MemoryJsonBody, textBody: true, response: AnyObject },
+  "GET /agents/:name/memory/:file": { summary: "read an agent's memory file", tag: "memory", response: "text" },
+  "PUT /agents/:name/memory/:file": { summary: "overwrite an agent's memory file", tag: "memory", body: MemoryJsonBody, textBody: true, response: AnyObject },
+  "POST /completions": { summary: "OpenAI chat completions through the provider fallback chain", tag: "openai", body: CompletionBody, sseOptional: true, response: AnyObject },
+  "POST /v1/chat/completions": { summary: "OpenAI chat completions (the openai SDKs' baseURL is http://HOST:PORT/v1)", tag: "openai", body: CompletionBody, sseOptional: true, response: AnyObject },
+  "GET /v1/models": { summary: "OpenAI model list: configured models and agent/<name>", tag: "openai", response: Type.Object({ object: Type.Literal("list"), data: ListOf(AnyObject) }) },
+  "GET /v1/models/:id{.+}": { summary: "one model of the list", tag: "openai", response: AnyObject },
+  "GET /remote-methods": { summary: "pending remote methods, then live method.pending / method.done (SSE)", tag: "remote methods", sse: true, streamToken: true },
+  "GET /remote-methods/pending": { summary: "ids of pending remote methods", tag: "remote methods", response: Type.Object({ pending: ListOf(Type.String()) }) },
+  "POST /remote-methods/:id/result": { summary: "answer a remote method (409 { error: \"not_found\" } when unknown or answered)", tag: "remote methods", body: ResultBody, response: AnyObject },
+  "POST /stream-tokens": { summary: "mint a token for EventSource URLs (opens streams for 60 s; each stream it opened may reconnect for 24 h)", tag: "events", body: MintBody, response: Type.Object({ token: Type.String(), expiresAt: Type.String(), path: Type.Optional(Type.String()) }) },
+  "DELETE /stream-tokens/:token": { summary: "revoke one stream token", tag: "events", response: Type.Object({ revoked: Type.Boolean() }) },
+  "DELETE /stream-tokens": { summary: "revoke every stream token (log-out)", tag: "events", response: Type.Object({ revoked: Type.Integer() }) },
+};
+
+const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
+
+/** Error answers every operation may give, by status (the README's error table has the codes). */
+const ERROR_STATUSES: Record<string, string> = {
+  "400": "VALIDATION_ERROR / INVALID_JSON / CONFIG_ERROR / HOOK_BLOCKED",
+  "401": "UNAUTHORIZED: missing or wrong bearer secret (or stream token)",
+  "403": "FORBIDDEN: foreign Origin or Host",
+  "404": "*_NOT_FOUND",
+  "409": "SESSION_CLOSED / SESSION_SUSPENDED / SESSION_BUSY / not_found",
+  "413": "PAYLOAD_TOO_LARGE",
+  "429": "BUDGET_EXCEEDED / RATE_LIMITED",
+  "500": "INTERNAL_ERROR",
+  "502": "LLM_ERROR: the provider failed",
+  "504": "TIMEOUT",
+};
+
+export function openApiDocument(routes: readonly { method: string; path: string }[]): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const seen = new Set<string>();
+  for (const route of routes) {
+    const key = `${route.method} ${route.path}`;
+    if (!METHODS.has(route.method) || seen.has(key)) continue;
+    seen.add(key);
+    const { path, parameters } = openApiPath(route.path);
+    paths[path] ??= {};
+    paths[path]![route.method.toLowerCase() as Method] = operation(route.method, route.path, DOCS[key], parameters);
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Veil", version: VERSION, description: "Headless LLM agent runtime: sessions, chat, live events (SSE), tools, memory, wake-ups, remote methods, and an OpenAI-compatible wire." },
+    servers: [{ url: "/" }],
+    security: [{ bearer: [] }],
+    tags: [...new Set(Object.values(DOCS).map((d) => d.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "the server secret (`veil serve` prints it once; stored in .veil/secret)" },
+        streamToken: { type: "apiKey", in: "query", name: "token", description: "from POST /stream-tokens, for EventSource (which cannot send headers)" },
+      },
+      schemas: { Error: ErrorSchema, Session: SessionSchema, ChatReply, Event: EventSchema },
+    },
+  };
+}
+
+/** `/sessions/:id` → `/sessions/{id}` and its path parameters (Hono's `:id{regex}` included). */
+function openApiPath(honoPath: string): { path: string; parameters: object[] } {
+  const parameters: object[] = [];
+  const path = honoPath.replace(/:([A-Za-z_]+)(\{[^}]*\})?/g, (_match, name: string) => {
+    parameters.push({ name, in: "path", required: true, schema: { type: "string" } });
+    return `{${name}}`;
+  });
+  return { path, parameters };
+}
+
+function operation(method: string, honoPath: string, doc: Doc | undefined, pathParameters: object[]): Record<string, unknown> {
+  const parameters = [...pathParameters, ...Object.entries(doc?.query ?? {}).map(([name, description]) => ({ name, in: "query", required: false, description, schema: { type: "string" } }))];
+  if (doc?.sse) parameters.push({ name: "Last-Event-ID", in: "header", required: false, description: "replay what was missed after this id", schema: { type: "string" } });
+  const op: Record<string, unknown> = {
+    operationId: `${method.toLowerCase()}${honoPath.replace(/\{[^}]*\}/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+    summary: doc?.summary ?? `${method} ${honoPath}`,
+    tags: [doc?.tag ?? "other"],
+    ...(parameters.length ? { parameters } : {}),
+    responses: responses(doc),
+  };
+  if (!doc) op["x-veil-undocumented"] = true;
+  if (doc?.public) op.security = [];
+  else if (doc?.streamToken) op.security = [{ bearer: [] }, { streamToken: [] }];
+  if (doc?.body) {
+    const content: Record<string, unknown> = { "application/json": { schema: doc.body } };
+    if (doc.textBody) content["text/plain"] = { schema: { type: "string" } };
+    op.requestBody = { required: !doc.textBody, content };
+  }
+  return op;
+}
+
+function responses(doc: Doc | undefined): Record<string, unknown> {
+  const content: Record<string, unknown> = {};
+  if (doc?.sse || doc?.sseOptional) content["text/event-stream"] = { schema: { type: "string", description: "`id: N` + `data: <Event JSON>` messages (#/components/schemas/Event) and `: keepalive` comments" } };
+  if (!doc?.sse || doc.response !== undefined) {
+    if (doc?.response === "text") content["text/plain"] = { schema: { type: "string" } };
+    else content["application/json"] = { schema: doc?.response ?? {} };
+  }
+  const out: Record<string, unknown> = { [String(doc?.status ?? 200)]: { description: doc?.summary ?? "success", content } };
+  for (const [status, description] of Object.entries(ERROR_STATUSES)) {
+    if (status === "401" && doc?.public) continue;
+    out[status] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  }
+  return out;
+}

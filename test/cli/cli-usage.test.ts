@@ -1,0 +1,250 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
+import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { spawnVeil, VEIL_MAIN, veilBuilt, type Spawned, type SpawnVeilOptions } from "../helpers/cli.js";
+
+const PACKAGE = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string };
+const built = veilBuilt;
+const hasScript = existsSync("/usr/bin/script");
+
+let llm: FakeLlm;
+let ws: TempWorkspace;
+let env: Record<string, string>;
+
+beforeEach(async () => {
+  llm = await startFakeLlm();
+  ws = tmpWorkspace();
+  mkdirSync(join(ws.root, "home"), { recursive: true });
+  env = { ...(process.env as Record<string, string>), VEIL_BASE_URL: llm.baseUrl, VEIL_API_KEY: "sk", VEIL_MODEL: "fake-model", VEIL_HOME: join(ws.root, "home") };
+  for (const key of ["VEIL_SECRET", "NO_COLOR", "FORCE_COLOR", "VEIL_LOG_LEVEL"]) delete env[key];
+});
+afterEach(async () => {
+  await llm.close();
+  ws.cleanup();
+});
+
+function veil(args: string[], options: Omit<SpawnVeilOptions, "cwd" | "env"> & { env?: Record<string, string | undefined> } = {}): Promise<Spawned> {
+  return spawnVeil(args, { ...options, cwd: ws.root, env: { ...env, ...options.env } });
+}
+
+/** Runs veil under a pseudo-terminal (util-linux `script`), so stdout and stderr are TTYs; the output is both, merged. */
+function veilOnTty(args: string[], extraEnv: Record<string, string> = {}): Promise<Spawned> {
+  const quoted = [process.execPath, VEIL_MAIN, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qec", quoted, "/dev/null"], { cwd: ws.root, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout, stderr: "" }));
+  });
+}
+
+function writeSettings(settings: object): void {
+  mkdirSync(join(ws.root, ".veil"), { recursive: true });
+  writeFileSync(join(ws.root, ".veil/settings.json"), JSON.stringify(settings));
+}
+
+/** Spawns `veil serve --port 0`, hands its URL and secret to `body`, then stops it. */
+async function withServer(args: string[], body: (url: string, secret: string) => Promise<void>, extraEnv: Record<string, string | undefined> = {}): Promise<Spawned> {
+  let failure: unknown;
+  let started = false;
+  const result = await veil(["serve", "--port", "0", "--secret", "s3cret", ...args], {
+    env: extraEnv,
+    onStdout: (text, kill) => {
+      const match = /listening on (http:\/\/[^\s]+)/.exec(text);
+      if (match && !started) {
+        started = true;
+        body(match[1]!, "s3cret").then(kill, (error) => {
+          failure = error;
+          kill();
+        });
+      }
+    },
+  });
+  if (failure) throw failure;
+  expect(started).toBe(true);
+  return result;
+}
+
+const ESC = "\x1b[";
+
+describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
+  it.each(["serve", "run", "agents", "tools", "sessions"])("veil %s --help prints its usage on stdout, exits 0, starts and writes nothing", async (command) => {
+    const result = await veil([command, "--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^Usage: veil ${command} `));
+    expect(result.stdout).toMatch(/--workspace DIR/);
+    expect(result.stdout).not.toMatch(/listening on/);
+    expect(result.stderr).toBe("");
+    expect(readdirSync(ws.root)).toEqual(["home"]);
+    expect(readdirSync(join(ws.root, "home"))).toEqual([]);
+  });
+
+  it("veil --version prints the package version; veil, veil --help and veil help list every command", async () => {
+    expect(await veil(["--version"])).toMatchObject({ code: 0, stdout: `${PACKAGE.version}\n` });
+    for (const args of [[], ["--help"], ["help"]]) {
+      const result = await veil(args);
+      expect(result.code).toBe(0);
+      for (const command of ["serve", "run", "agents", "tools", "sessions"]) expect(result.stdout).toContain(`veil ${command} `);
+    }
+    expect((await veil(["help", "run"])).stdout).toMatch(/^Usage: veil run /);
+  });
+
+  it("a usage mistake is one clear first line, then the usage, exit 64", async () => {
+    const cases: [string[], string][] = [
+      [["bogus"], 'veil: unknown command "bogus"'],
+      [["serve", "--prot", "1"], "veil serve: unknown option --prot"],
+      [["serve", "--port", "x"], 'veil serve: --port must be an integer from 0 to 65535, got "x"'],
+      [["run", "--agent"], "veil run: option --agent needs a value (--agent NAME)"],
+      [["run", "--json=yes", "hi"], "veil run: option --json takes no value"],
+      [["run", "--session", "s", "--continue", "hi"], "veil run: give --session ID or --continue, not both"],
+      [["tools", "extra"], 'veil tools: unexpected argument "extra"'],
+      [["sessions", "--log-format", "xml"], 'veil sessions: --log-format must be text or json, got "xml"'],
+    ];
+    for (const [args, first] of cases) {
+      const result = await veil(args);
+      expect(result.code, args.join(" ")).toBe(64);
+      const [line, blank, usage] = result.stderr.split("\n");
+      expect(line).toBe(first);
+      expect(blank).toBe("");
+      expect(usage).toMatch(/^(Usage: veil |veil — )/);
+      expect(result.stdout).toBe("");
+    }
+  });
+});
+
+describe.skipIf(!built)("veil run: prompts, sessions, colours", () => {
+  it("reads the prompt from stdin with `-` and from a piped stdin with no argument", async () => {
+    llm.enqueue(reply().text("one").stop(), reply().text("two").stop());
+    expect(await veil(["run", "-"], { stdin: "prompt from a dash\n" })).toMatchObject({ code: 0, stdout: "one\n" });
+    expect(await veil(["run"], { stdin: "piped prompt" })).toMatchObject({ code: 0, stdout: "two\n" });
+    const prompts = llm.completionRequests.map((r) => r.body.messages.at(-1));
+    expect(prompts).toEqual([
+      { role: "user", content: "prompt from a dash" },
+      { role: "user", content: "piped prompt" },
+    ]);
+    const empty = await veil(["run"], { stdin: "  \n" });
+    expect(empty.code).toBe(64);
+    expect(empty.stderr.split("\n")[0]).toBe('veil run: no prompt (give it as an argument, or pipe it in with "-")');
+  });
+
+  it("--continue goes on with the most recently active top-level session; --session ID with the one named", async () => {
+    llm.respond((req) => reply().text(`seen ${req.body.messages.filter((m: { role: string }) => m.role === "user").length}`).stop());
+    expect((await veil(["run", "first"])).stdout).toBe("seen 1\n");
+    expect((await veil(["run", "other"])).stdout).toBe("seen 1\n");
+    expect((await veil(["run", "--continue", "second"])).stdout).toBe("seen 2\n");
+    const rows = JSON.parse((await veil(["sessions", "--json"])).stdout) as { id: string; updated_at: string }[];
+    expect(rows).toHaveLength(2);
+    expect((await veil(["run", "--session", rows[0]!.id, "back to the first"])).stdout).toBe("seen 2\n");
+    const last = llm.completionRequests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === "user").map((m: { content: string }) => m.content);
+    expect(last).toEqual(["first", "back to the first"]);
+    expect((await veil(["run", "-c", "again"])).stdout).toBe("seen 3\n");
+    expect(llm.completionRequests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === "user").at(0).content).toBe("first");
+
+    const unknown = await veil(["run", "--session", "sess_nope", "hi"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe('SESSION_NOT_FOUND: no session "sess_nope"\n');
+  });
+
+  it("--continue with no session says so", async () => {
+    const result = await veil(["run", "--continue", "hi"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^SESSION_NOT_FOUND: no open top-level session to continue/);
+  });
+
+  it("thinking is dimmed and tool activity coloured only when colour is wanted", async () => {
+    const turn = () => llm.enqueue(reply().thinking("pondering").tool("log_write", { message: "noted" }).stop(), reply().text("done").stop());
+    turn();
+    const piped = await veil(["run", "go"]);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).toContain("thinking: pondering");
+    expect(piped.stderr + piped.stdout).not.toContain(ESC);
+    turn();
+    const forced = await veil(["run", "go"], { env: { FORCE_COLOR: "1" } });
+    expect(forced.stderr).toContain(`${ESC}2mpondering${ESC}22m`);
+    expect(forced.stderr).toContain(`${ESC}32m✓${ESC}39m log_write`);
+    expect(forced.stdout).toBe("done\n");
+    turn();
+    const noColour = await veil(["run", "go"], { env: { FORCE_COLOR: "1", NO_COLOR: "1" } });
+    expect(noColour.stderr).toContain("thinking: pondering");
+    expect(noColour.stderr).not.toContain(ESC);
+  });
+
+  it.skipIf(!hasScript)("on a terminal: colours on, log lines as short text; NO_COLOR turns colour off", async () => {
+    llm.enqueue(reply().thinking("hmm").text("answer").stop());
+    const tty = await veilOnTty(["run", "go"]);
+    expect(tty.code).toBe(0);
+    expect(tty.stdout).toContain(`${ESC}2mhmm${ESC}22m`);
+    expect(tty.stdout).toContain("answer");
+    // A provider that refuses connections logs a warning: short text on a terminal, JSON with --log-format json.
+    const down = { VEIL_BASE_URL: "http://127.0.0.1:9/v1" };
+    const textLog = await veilOnTty(["run", "go"], down);
+    expect(textLog.stdout).toMatch(/\d\d:\d\d:\d\d WARN  llm model failed/);
+    expect(textLog.stdout).not.toMatch(/\{"level":/);
+    const jsonLog = await veilOnTty(["run", "--log-format", "json", "go"], down);
+    expect(jsonLog.stdout).toMatch(/\{"level":"warn","time":"[^"]+","msg":"llm model failed/);
+    llm.enqueue(reply().thinking("hmm").text("answer").stop());
+    const plain = await veilOnTty(["run", "go"], { NO_COLOR: "1" });
+    expect(plain.stdout).toContain("thinking: hmm");
+    expect(plain.stdout).not.toContain(ESC);
+  });
+});
+
+describe.skipIf(!built)("veil run: configuration errors", () => {
+  it("a provider key variable that is not set is CONFIG_ERROR naming it, exit 1, nothing sent", async () => {
+    writeSettings({ providers: { main: { type: "openai", baseUrl: llm.baseUrl, apiKeyEnv: "VEIL_TEST_UNSET_KEY" } }, defaultProvider: "main", defaultModel: "main/m1" });
+    const result = await veil(["run", "hi"], { env: { VEIL_BASE_URL: undefined, VEIL_API_KEY: undefined, VEIL_MODEL: undefined, VEIL_TEST_UNSET_KEY: undefined } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^CONFIG_ERROR: .*VEIL_TEST_UNSET_KEY/);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(llm.completionRequests).toHaveLength(0);
+  });
+
+  it("no model configured is CONFIG_ERROR with the fix", async () => {
+    const result = await veil(["run", "hi"], { env: { VEIL_MODEL: undefined } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^CONFIG_ERROR: no model configured: set defaultModel/);
+  });
+});
+
+describe.skipIf(!built)("veil serve, tools and sessions", () => {
+  it("serve warns at start when no model is configured; logs are JSON when not a TTY, text with --log-format text", async () => {
+    const configured = await withServer([], async () => {});
+    expect(configured.stderr).not.toMatch(/"level":"warn"/);
+
+    const unconfigured = { VEIL_MODEL: undefined };
+    const json = await withServer([], async (url, secret) => {
+      // Sessions can still be created.
+      const created = await fetch(`${url}/sessions`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: "{}" });
+      expect(created.status).toBe(201);
+    }, unconfigured);
+    const entries = json.stderr.split("\n").filter(Boolean).map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(entries.find((e) => e.level === "warn")?.msg).toMatch(/^chat will fail until a model is configured: no model configured: set defaultModel/);
+    const text = await withServer(["--log-format", "text"], async () => {}, unconfigured);
+    expect(text.stderr).toMatch(/^\d\d:\d\d:\d\d WARN  chat will fail until a model is configured: /m);
+    expect(text.stderr).not.toMatch(/\{"level"/);
+  });
+
+  it("veil tools prints descriptions; veil tools --json is the shape GET /tools answers", async () => {
+    const text = await veil(["tools"]);
+    expect(text.code).toBe(0);
+    const bash = text.stdout.split("\n").find((line) => line.startsWith("bash "));
+    expect(bash).toMatch(/^bash\s+builtin\s+always\s+Execute a shell command/);
+    const cli = JSON.parse((await veil(["tools", "--json"])).stdout);
+    await withServer([], async (url, secret) => {
+      const http = await (await fetch(`${url}/tools`, { headers: { authorization: `Bearer ${secret}` } })).json();
+      expect(cli).toEqual(http);
+    });
+    expect(cli.length).toBeGreaterThanOrEqual(24);
+  });
+
+  it("veil sessions says so when there are none", async () => {
+    const result = await veil(["sessions"]);
+    expect(result).toMatchObject({ code: 0, stdout: `no sessions in ${ws.root}\n` });
+  });
+});
+
