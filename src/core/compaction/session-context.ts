@@ -86,6 +86,7 @@ export class SessionContext {
 
   end(): void {
     this.turn = null;
+    this.lastView = [];
   }
 
   /** A row the run stored (assistant step, tool result, delivered message); attachments live only in this process. */
@@ -95,6 +96,12 @@ export class SessionContext {
 
   /** The provider's usage of the call made over the last view. */
   noteUsage(usage: TokenUsage): void {
+    // An engine that never asked for the view (it keeps its own conversation): only the total is known.
+    if (this.lastView.length === 0) {
+      this.known = null;
+      this.storedSize = usage.prompt_tokens + usage.completion_tokens;
+      return;
+    }
     this.known = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, messageCount: this.lastView.length };
   }
 
