@@ -9,6 +9,8 @@ import {
   type KnownUsage,
 } from "../src/core/compaction/index.js";
 import { buildModelView } from "../src/core/compaction/view.js";
+import { SessionContext } from "../src/core/compaction/session-context.js";
+import type { MessageRow } from "../src/store/store.js";
 import { toWireMessages } from "../src/llm/openai-compatible/to-wire.js";
 import { HistoryBuilder, textOf, toolHeavyHistory } from "../test/helpers/history.js";
 import { median, withBaseline, type BenchResult } from "./types.js";
@@ -117,6 +119,37 @@ async function sessionTable(): Promise<BenchResult[]> {
   ];
 }
 
+/**
+ * What the wiring adds to every model call: SessionContext.modelContext() rebuilds the view
+ * from the session's 500 rows and checks the threshold (under it here, so no store or
+ * model is touched). Baseline: serialising the same view for the wire, which every call pays.
+ */
+async function contextPerStep(): Promise<BenchResult[]> {
+  const rows = toolHeavyHistory(250, 1500).rows.slice(0, 500) as unknown as MessageRow[];
+  const untouched = new Proxy({}, { get: () => { throw new Error("not used under the threshold"); } });
+  const context = new SessionContext({ sessionId: "s", store: untouched as never, events: untouched as never, ids: untouched as never, log: untouched as never, llm: untouched as never, spend: async () => {} });
+  context.begin({ systemPrompt: SYSTEM, modelKey: "m", contextWindow: 1_000_000, settings: { autoThreshold: 0.8, keepRecentTokens: 20_000, summarizerModel: "m" } }, rows, 0);
+  await context.modelContext();
+  context.noteUsage({ prompt_tokens: 400_000, completion_tokens: 50, total_tokens: 400_050, cached_tokens: 0, cache_creation_tokens: 0, reasoning_tokens: 0 });
+  const samples: number[] = [];
+  let view = await context.modelContext();
+  for (let i = 0; i < 50; i++) {
+    const start = performance.now();
+    view = await context.modelContext();
+    samples.push(performance.now() - start);
+  }
+  const serialise = time(() => void JSON.stringify(toWireMessages(view)), 30);
+  return [
+    withBaseline({
+      name: "model context per call (view from 500 rows + threshold check)",
+      value: median(samples),
+      unit: "ms",
+      baseline: { name: "JSON of the same view for the wire", value: serialise },
+      note: `${view.length} messages`,
+    }),
+  ];
+}
+
 export async function run(): Promise<BenchResult[]> {
-  return [...stageOne(), ...thresholdCheck(), ...(await sessionTable())];
+  return [...stageOne(), ...thresholdCheck(), ...(await contextPerStep()), ...(await sessionTable())];
 }

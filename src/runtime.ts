@@ -105,7 +105,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     options.customTools ??
     combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines });
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm });
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({

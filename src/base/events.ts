@@ -51,6 +51,8 @@ export type VeilEventBody =
       cost_usd?: number;
       error?: { code: string; message: string };
     }
+  /** The history was compacted (CONTRACT §11); `summaryMessageId` is null when no summary was made. */
+  | { type: "session.compacted"; reason: "auto" | "manual" | "overflow"; tokensBefore: number; tokensAfter: number; summaryMessageId: string | null }
   | { type: "todo.updated"; todos: unknown[] }
   /** One hook command ran (CONTRACT §15). exitCode is null when it was killed at its timeout or could not start. */
   | { type: "hook.run"; event: string; command: string; exitCode: number | null; durationMs: number; blocked: boolean; timedOut?: boolean }

@@ -3,6 +3,7 @@ import type {
   Agent,
   ChatOptions,
   ChatReply,
+  CompactionResult,
   CreateSession,
   EventStreamOptions,
   Message,
@@ -82,6 +83,8 @@ export class VeilClient {
     cancel: (id: string): Promise<{ ok: true; cancelled: boolean; session: Session }> => this.json("POST", `/sessions/${enc(id)}/cancel`),
     suspend: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/suspend`),
     resume: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/resume`),
+    /** Compacts the history now (a running session at its next boundary); a closed session fails with 409. */
+    compact: (id: string): Promise<CompactionResult> => this.json("POST", `/sessions/${enc(id)}/compact`),
     messages: (id: string, page: { after?: number; limit?: number } = {}): Promise<Message[]> => this.json("GET", `/sessions/${enc(id)}/messages${query(page)}`),
     /** Stored events of a session as a page (`follow=false`), oldest first: for UIs that load history. */
     history: (id: string, page: { after?: number; limit?: number } = {}): Promise<VeilEvent[]> =>

@@ -34,6 +34,8 @@ export interface Session {
   budget_override: BudgetOverride | null;
   context_size: number;
   token_usage: TokenUsage;
+  /** The session's spend in USD at models.json prices (0 when unpriced). */
+  cost_usd: number;
   created_at: string;
   updated_at: string;
   [extra: string]: unknown;
@@ -69,8 +71,19 @@ export interface Message {
   seq: number;
   role: "system" | "user" | "assistant" | "tool";
   content: unknown;
+  /** "summary" for a compaction summary, else null. */
+  kind: string | null;
+  /** Hidden from the model by a compaction (never deleted). */
+  compacted: boolean;
   created_at: string;
   [extra: string]: unknown;
+}
+
+/** The answer of `POST /sessions/:id/compact`. */
+export interface CompactionResult {
+  tokensBefore: number;
+  tokensAfter: number;
+  summaryMessageId: string | null;
 }
 
 export interface Agent {

@@ -1,7 +1,7 @@
 import type { AgentConfig } from "../config/types.js";
 import type { LlmMessage } from "../llm/types.js";
 import type { MessageRow, SessionRow } from "../store/store.js";
-import { cancelledText } from "./tool-calls.js";
+import { compactionStateFromRows, historyMessages } from "./compaction/view.js";
 
 /** The system prompt: agent prompt, spawn objective, tier-2 tool summary, environment facts. */
 export function buildSystemPrompt(options: {
@@ -22,48 +22,14 @@ export function buildSystemPrompt(options: {
 }
 
 /**
- * Stored rows → model messages. Tool results are stored as each call finishes, so they are
- * put back in the order of the calls, right after their assistant message; a call with no
- * result (a crash before recovery patched it) gets a placeholder in this view, so the
- * request is valid whatever the store holds. Multimodal tool output was never stored.
+ * Stored rows → model messages, as the session's compaction flags leave them (the latest
+ * summary, rows not compacted, pruned tool results as stubs; see compaction/view.ts). Tool
+ * results are put back in call order right after their assistant message, and a call with
+ * no result gets a placeholder, so the request is valid whatever the store holds.
+ * Multimodal tool output is never stored.
  */
 export function rowsToMessages(rows: readonly MessageRow[]): LlmMessage[] {
-  const results = new Map<string, MessageRow>();
-  for (const row of rows) if (row.role === "tool" && row.tool_call_id) results.set(row.tool_call_id, row);
-  const out: LlmMessage[] = [];
-  const placed = new Set<string>();
-  for (const row of rows) {
-    // Results are placed after their call below; one whose call is unknown is dropped (providers reject orphans).
-    if (row.role === "tool") continue;
-    const message = rowToMessage(row);
-    if (!message) continue;
-    out.push(message);
-    if (row.role !== "assistant" || !row.tool_calls) continue;
-    for (const call of row.tool_calls) {
-      if (placed.has(call.id)) continue;
-      placed.add(call.id);
-      const result = results.get(call.id);
-      out.push({ role: "tool", toolCallId: call.id, content: result?.content ?? cancelledText() });
-    }
-  }
-  return out;
+  return historyMessages(rows, compactionStateFromRows(rows));
 }
 
-export function rowToMessage(row: MessageRow): LlmMessage | null {
-  switch (row.role) {
-    case "user":
-      return { role: "user", content: row.content ?? "" };
-    case "assistant":
-      return {
-        role: "assistant",
-        content: row.content,
-        thinking: row.thinking,
-        toolCalls: row.tool_calls?.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) ?? undefined,
-      };
-    case "tool":
-      return { role: "tool", toolCallId: row.tool_call_id ?? "", content: row.content ?? "" };
-    default:
-      return null;
-  }
-}
-
+export { rowToMessage } from "./compaction/view.js";

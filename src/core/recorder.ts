@@ -6,6 +6,7 @@ import { addUsage, contextSize } from "../engines/stop-conditions.js";
 import type { AssistantMessage, ToolCallRequest } from "../llm/types.js";
 import type { MessageRow, Store, ToolCallState } from "../store/store.js";
 import { preview } from "../tools/format.js";
+import type { Attachment } from "../tools/types.js";
 
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
 export interface RunObserver {
@@ -22,8 +23,10 @@ export interface RecorderDeps {
   events: EventSink;
   ids: IdGenerator;
   observers(): readonly RunObserver[];
-  /** USD for one call's usage at the model's price (0 when it has none). */
-  costOf?(usage: TokenUsage): number;
+  /** USD for one call's usage at the price of the model that answered; null when it has none. */
+  costOf?(usage: TokenUsage, model?: string): number | null;
+  /** Where the session's model context is kept (compaction): told of every stored row and every call's usage. */
+  context?: { addRow(row: MessageRow, attachments?: readonly Attachment[]): void; noteUsage(usage: TokenUsage): void };
 }
 
 /**
@@ -35,6 +38,7 @@ export interface RecorderDeps {
 export class RunRecorder {
   private usage: TokenUsage = { ...ZERO_USAGE };
   private cost = 0;
+  private priced = false;
   private iterations = 0;
   private last: { content: string | null; finishReason: string; messageId: string | null } = { content: null, finishReason: "stop", messageId: null };
   private ended: { stopReason: StopReason; error?: { code: string; message: string } } | null = null;
@@ -54,7 +58,7 @@ export class RunRecorder {
         void events.publish(sessionId, { type: "inference.tool", name: event.name, toolCallId: event.id });
         return;
       case "model_usage":
-        return this.addUsage(event.usage);
+        return this.addUsage(event.usage, event.model);
       case "assistant_message":
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
@@ -92,6 +96,7 @@ export class RunRecorder {
       state: result.state,
       message: { id: ids.next("msg"), session_id: sessionId, role: "tool", content: result.output, tool_call_id: call.id, meta: { toolName: call.name, success: result.success } },
     });
+    this.deps.context?.addRow(row, result.attachments);
     void events.publish(sessionId, {
       type: "tool.end",
       toolName: call.name,
@@ -110,6 +115,7 @@ export class RunRecorder {
   async drained(rows: MessageRow[]): Promise<void> {
     const { sessionId, events } = this.deps;
     for (const row of rows) {
+      this.deps.context?.addRow(row);
       void events.publish(sessionId, { type: "chat.message", role: "user", id: row.id, session_id: sessionId, content: row.content, created_at: row.created_at });
     }
     if (rows.length > 0) for (const o of this.deps.observers()) o.onDrained?.(rows);
@@ -126,17 +132,34 @@ export class RunRecorder {
       messageId: this.last.messageId,
       usage: this.usage,
       iterations: this.iterations,
-      costUsd: this.cost,
+      ...(this.priced ? { costUsd: this.cost } : {}),
       ...(stop.error ? { error: stop.error } : {}),
     };
   }
 
-  private async addUsage(usage: TokenUsage): Promise<void> {
+  /**
+   * Spend outside the run's own model calls (the summarizer of a compaction): added to the
+   * session's totals and this turn's cost, not to the run's usage or iterations.
+   */
+  async addSpend(usage: TokenUsage, model: string, contextSize: number): Promise<void> {
+    const cost = this.price(usage, model);
+    await this.deps.store.addTokenUsage(this.deps.sessionId, usage, contextSize, cost);
+  }
+
+  private async addUsage(usage: TokenUsage, model?: string): Promise<void> {
     this.iterations++;
     this.usage = addUsage(this.usage, usage);
-    const cost = this.deps.costOf?.(usage) ?? 0;
-    this.cost += cost;
+    const cost = this.price(usage, model);
+    this.deps.context?.noteUsage(usage);
     await this.deps.store.addTokenUsage(this.deps.sessionId, usage, contextSize(usage), cost);
+  }
+
+  private price(usage: TokenUsage, model?: string): number {
+    const cost = this.deps.costOf?.(usage, model) ?? null;
+    if (cost === null) return 0;
+    this.priced = true;
+    this.cost += cost;
+    return cost;
   }
 
   private async assistant(message: AssistantMessage, finishReason: string, usage: TokenUsage, final: boolean): Promise<void> {
@@ -147,6 +170,7 @@ export class RunRecorder {
       calls,
     );
     this.last = { content: message.content, finishReason, messageId: row.id };
+    this.deps.context?.addRow(row);
     await events.publish(sessionId, {
       type: "chat.message",
       role: "assistant",

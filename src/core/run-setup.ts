@@ -2,7 +2,9 @@ import type { AgentConfig, Budget, ModelInfo, ReasoningConfig, VeilConfig } from
 import { VeilError } from "../errors.js";
 import { modelInfo, pickModelKey } from "../llm/models.js";
 import type { LlmMessage } from "../llm/types.js";
-import type { SessionRow, Store } from "../store/store.js";
+import type { MessageRow, SessionRow, Store } from "../store/store.js";
+import { resolveCompaction } from "./compaction/settings.js";
+import type { ContextTurn } from "./compaction/session-context.js";
 import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
 import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
@@ -35,8 +37,13 @@ export interface PreparedRun {
   model: ModelInfo;
   reasoning: ReasoningConfig | null;
   toolset: SessionToolset;
+  /** The session's stored rows at the start of the turn. */
+  rows: MessageRow[];
+  /** The model's view of the rows (compaction applied), without the system prompt. */
   history: LlmMessage[];
   systemPrompt: string;
+  /** What compaction needs of this turn (CONTRACT §11). */
+  context: ContextTurn;
   /** Re-read before every model call so update-session budget changes apply at once. */
   budget(): Promise<Budget>;
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
@@ -60,7 +67,8 @@ export async function prepareRun(
   const model = modelInfo(modelKey, config.models);
   const custom = await deps.customTools.discover(agent);
   const toolset = await SessionToolset.create({ builtins: deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
-  const history = rowsToMessages(await store.listMessages(id));
+  const rows = await store.listMessages(id);
+  const history = rowsToMessages(rows);
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), now: new Date(clock.now()) });
   const services: ToolServices = { ...deps.services, toolset };
   return {
@@ -69,8 +77,10 @@ export async function prepareRun(
     model,
     reasoning: perCall.reasoning ?? session.reasoning ?? agent.reasoning ?? null,
     toolset,
+    rows,
     history,
     systemPrompt,
+    context: contextTurn(config, agent, modelKey, model, systemPrompt),
     async budget() {
       const fresh = await store.getSession(id);
       return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
@@ -96,5 +106,18 @@ export async function prepareRun(
       services,
       log,
     }),
+  };
+}
+
+/** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */
+export function contextTurn(config: VeilConfig, agent: AgentConfig, modelKey: string, model: ModelInfo, systemPrompt: string, signal?: AbortSignal): ContextTurn {
+  const settings = resolveCompaction(config.settings, agent, modelKey);
+  return {
+    systemPrompt,
+    modelKey,
+    contextWindow: model.context_window,
+    settings,
+    summarizerWindow: modelInfo(settings.summarizerModel, config.models).context_window,
+    ...(signal ? { signal } : {}),
   };
 }

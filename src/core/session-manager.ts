@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
-import type { Engine, RunIO, RunResult, StopReason } from "../engines/types.js";
+import type { Engine, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
@@ -9,19 +9,22 @@ import { rowsToMessages } from "./context-builder.js";
 import { closeDanglingToolCalls } from "./history.js";
 import { modeConfig } from "../tools/permissions.js";
 import { RunRecorder, type RunObserver } from "./recorder.js";
-import { Resources } from "./resources.js";
+import type { Resources } from "./resources.js";
 import { prepareRun, type RunSetupDeps } from "./run-setup.js";
 import { runToolCall } from "./tool-calls.js";
+import type { CompactionOutcome } from "./compaction/session-context.js";
+import { createLiveSession, ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
+import type { LlmClient } from "../llm/types.js";
 
 export type { RunObserver } from "./recorder.js";
 
 export interface SessionManagerDeps extends RunSetupDeps {
   /** Engines by model key, first match wins (the native loop handles every key last). */
   engines: readonly Engine[];
+  /** For the summarizer of compactions. */
+  llm: LlmClient;
 }
 
-/** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
-const ENGINE_STATE_KEY = "engineState";
 
 export interface CreateSessionInput {
   agent: string;
@@ -50,22 +53,6 @@ export interface SendReceipt {
   delivery: "started" | "queued";
   /** Settles when the run that consumed the message ends. */
   result: Promise<RunResult>;
-}
-
-interface ActiveRun {
-  controller: AbortController;
-  stopRequest: StopReason | null;
-  done: Promise<RunResult>;
-}
-
-interface LiveSession {
-  resources: Resources;
-  run: ActiveRun | null;
-  /** Undelivered inbox items known to this process, with their waiters. */
-  pending: Map<string, { resolve: (r: RunResult) => void; perCall: SendOptions }>;
-  /** Waiters for messages drained into the current run. */
-  consumed: ((r: RunResult) => void)[];
-  closing: boolean;
 }
 
 /**
@@ -123,6 +110,20 @@ export class SessionManager {
   /** Resolves when the session has no run (immediately if idle). */
   async waitIdle(id: string): Promise<void> {
     for (let run = this.live.get(id)?.run; run; run = this.live.get(id)?.run) await run.done;
+  }
+
+  /**
+   * POST /sessions/:id/compact: both stages whatever the size. A running session compacts at
+   * its next boundary (or when its run ends); any other open session now.
+   */
+  async compact(id: string): Promise<CompactionOutcome> {
+    const session = await this.get(id);
+    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
+    const live = this.liveFor(id);
+    if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
+    if (live.run) return live.context.requestCompaction();
+    const turn = await prepareRun(this.deps, session, {}, live.resources);
+    return live.context.compactNow(turn.context, turn.rows, session.context_size);
   }
 
   /**
@@ -198,6 +199,7 @@ export class SessionManager {
         this.deps.log.warn("close listener failed", { sessionId: id, error: String(error) });
       }
     }
+    live.context.abandon(new VeilError("SESSION_CLOSED", `session "${id}" was closed before it could compact`));
     await live.resources.dispose();
     this.live.delete(id);
     return this.setStatus(id, "closed", "closed");
@@ -261,7 +263,7 @@ export class SessionManager {
   private liveFor(id: string): LiveSession {
     let live = this.live.get(id);
     if (!live) {
-      live = { resources: new Resources(), run: null, pending: new Map(), consumed: [], closing: false };
+      live = createLiveSession(id, this.deps);
       this.live.set(id, live);
     }
     return live;
@@ -296,13 +298,26 @@ export class SessionManager {
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
     const { store, clock, ids, log, events } = this.deps;
-    const recorder = new RunRecorder({ sessionId: id, store, events, ids, observers: () => [...(this.observers.get(id) ?? [])] });
+    let modelKey: string | undefined;
+    const recorder = new RunRecorder({
+      sessionId: id,
+      store,
+      events,
+      ids,
+      observers: () => [...(this.observers.get(id) ?? [])],
+      costOf: (usage, model) => priceOf(this.deps.config.models, usage, model ?? modelKey ?? ""),
+      context: live.context,
+    });
+    live.recorder = recorder;
     let result: RunResult;
     try {
+      await live.context.quiet();
       const session = await this.get(id);
       const turn = await prepareRun(this.deps, session, perCall, live.resources);
+      modelKey = turn.modelKey;
       await this.setStatus(id, "running", "run started");
       const signal = run.controller.signal;
+      live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
       const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext };
       const io: RunIO = {
         executeTool: (call) => runToolCall(call, executor),
@@ -310,6 +325,8 @@ export class SessionManager {
         hasPendingInput: () => live.pending.size > 0,
         stopRequested: () => run.stopRequest,
         saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
+        modelContext: () => live.context.modelContext(),
+        modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
         clock,
         log,
       };
@@ -340,6 +357,10 @@ export class SessionManager {
     // A failed run answers every message waiting for it with its error; leaving them in the
     // inbox would restart a run that fails the same way, over and over.
     if (result.stopReason === "error") await this.drain(id, live, recorder).catch(() => []);
+    await settleRunContext(id, live, recorder, log);
+    // The summarizer's spend of that compaction is the turn's too.
+    const spent = recorder.result().costUsd;
+    if (spent !== undefined) result = { ...result, costUsd: spent };
     await this.finishRun(id, live, run, result);
     return result;
   }

@@ -2,7 +2,7 @@ import type { Clock } from "../base/clock.js";
 import type { Logger } from "../base/log.js";
 import type { TokenUsage } from "../base/usage.js";
 import type { Budget, ReasoningConfig } from "../config/types.js";
-import type { AssistantMessage, LlmMessage, ToolCallRequest } from "../llm/types.js";
+import type { AssistantMessage, LlmError, LlmMessage, ToolCallRequest } from "../llm/types.js";
 import type { SessionToolset } from "../tools/registry.js";
 import type { Attachment } from "../tools/types.js";
 
@@ -52,7 +52,7 @@ export type RunEvent =
   /** The model committed to a tool name; arguments may still be streaming (→ inference.tool). */
   | { type: "tool_call_started"; id: string; name: string }
   /** After each model call: adds to the session's usage and sets its context size. */
-  | { type: "model_usage"; usage: TokenUsage }
+  | { type: "model_usage"; usage: TokenUsage; /** The model that answered (a fallback may differ from the run's key); prices the call. */ model?: string }
   /** An assistant message is complete; `final` when the run ends with it. */
   | { type: "assistant_message"; message: AssistantMessage; finishReason: string; usage: TokenUsage; final: boolean }
   /** A call the engine answers itself (its own native tools, or a call it refuses to run). */
@@ -90,6 +90,26 @@ export interface RunIO {
   /** A stop the runtime wants at the next boundary ("suspended"), if any. */
   stopRequested(): StopReason | null;
   saveEngineState(state: Record<string, unknown>): Promise<void>;
+  /**
+   * Context compaction (CONTRACT §11), owned by the runtime: the messages of the next model
+   * call, system prompt first, rebuilt from the session's stored history (latest summary,
+   * pruned tool outputs) after the messages nextInputs() delivered. It compacts first when
+   * due: the last call's context at or over the threshold, or a manual request waiting for
+   * this boundary. An engine that sends Veil's history to its model calls it before every
+   * call and uses the answer instead of its own list. An engine whose provider keeps the
+   * conversation itself (the claude-cli SDK resumes its own session) does not call it; for
+   * such an engine a compaction of the rows takes effect by dropping the saved engine state:
+   * after a compaction, the next run gets `engineState: null` and its `history` is the
+   * compacted view, from which it must start afresh.
+   */
+  modelContext?(): Promise<LlmMessage[]>;
+  /**
+   * A model call failed before any output. A provider's "prompt too long" answer compacts
+   * and answers `{ retry }` with the messages for one retry; the same answer to that retry
+   * (`retried: true`) answers `{ fail }`, the turn's CONTEXT_OVERFLOW error. Any other
+   * error: null (handle it as usual). Never a loop: the engine retries at most once per call.
+   */
+  modelCallFailed?(error: LlmError, retried: boolean): Promise<{ retry: LlmMessage[] } | { fail: { code: string; message: string } } | null>;
   clock: Clock;
   log: Logger;
 }

@@ -56,6 +56,7 @@ const SessionSchema = Type.Object(
     model: Type.Union([Type.String(), Type.Null()]),
     context_size: Type.Integer(),
     token_usage: TokenUsage,
+    cost_usd: Type.Number({ description: "the session's spend in USD at models.json prices (0 when unpriced)" }),
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
   },
@@ -100,6 +101,11 @@ const DOCS: Record<string, Doc> = {
   "POST /sessions/:id/cancel": { summary: "cancel the running turn", tag: "sessions", response: AnyObject },
   "POST /sessions/:id/suspend": { summary: "suspend (chat refused with 409 until resumed)", tag: "sessions", response: AnyObject },
   "POST /sessions/:id/resume": { summary: "resume a suspended session", tag: "sessions", response: AnyObject },
+  "POST /sessions/:id/compact": {
+    summary: "compact the history now, both stages (a running session: at its next boundary); 409 on a closed session",
+    tag: "sessions",
+    response: Type.Object({ tokensBefore: Type.Integer(), tokensAfter: Type.Integer(), summaryMessageId: Type.Union([Type.String(), Type.Null()]) }),
+  },
   "POST /sessions/:id/chat": { summary: "send a message and run a turn; SSE of the turn's events with stream: true or Accept: text/event-stream", tag: "sessions", body: ChatBody, sseOptional: true, response: ChatReply },
   "GET /sessions/:id/events": {
     summary: "live events of one session (SSE; id is seq); Last-Event-ID replays; with follow=false the stored events as a JSON array (paging history)",
@@ -132,7 +138,7 @@ const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
 
 /** Error answers every operation may give, by status (the README's error table has the codes). */
 const ERROR_STATUSES: Record<string, string> = {
-  "400": "VALIDATION_ERROR / INVALID_JSON / CONFIG_ERROR / HOOK_BLOCKED",
+  "400": "VALIDATION_ERROR / INVALID_JSON / CONFIG_ERROR / HOOK_BLOCKED / CONTEXT_OVERFLOW",
   "401": "UNAUTHORIZED: missing or wrong bearer secret (or stream token)",
   "403": "FORBIDDEN: foreign Origin or Host",
   "404": "*_NOT_FOUND",

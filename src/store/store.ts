@@ -200,6 +200,8 @@ export interface Store {
 
   markRead(sessionId: string, path: string): Promise<void>;
   hasRead(sessionId: string, path: string): Promise<boolean>;
+  /** Forgets every file the session has read (after a compaction the must-have-read gate starts afresh). */
+  clearReadMarkers(sessionId: string): Promise<void>;
 
   setTodos(sessionId: string, todos: TodoItem[]): Promise<void>;
   getTodos(sessionId: string): Promise<TodoItem[]>;

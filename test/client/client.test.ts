@@ -148,7 +148,13 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect(missing).toMatchObject({ status: 404, code: "SESSION_NOT_FOUND" });
     const wrong = await new VeilClient({ baseUrl: server.url, secret: "wrong" }).sessions.list().catch((e: unknown) => e);
     expect(wrong).toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    llm.respond(() => reply().text("## Goal\nSay hi.").stop());
+    const compacted = await veil.sessions.compact(session.id);
+    expect(compacted.tokensAfter).toBeGreaterThan(0);
+    expect((await veil.sessions.messages(session.id)).every((m) => typeof m.compacted === "boolean")).toBe(true);
+    llm.respond(null);
     expect((await veil.sessions.close(session.id)).status).toBe("closed");
+    expect(await veil.sessions.compact(session.id).catch((e: unknown) => e)).toMatchObject({ status: 409, code: "SESSION_CLOSED" });
   });
 
   it("chatStream yields the turn's typed events as they happen and ends with chat.done", async () => {

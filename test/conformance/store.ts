@@ -567,6 +567,19 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         expect(await store.hasRead("s1", "/w/b.txt")).toBe(false);
         expect(await store.hasRead("s2", "/w/a.txt")).toBe(false);
       });
+
+      it("clearReadMarkers forgets one session's reads and no other's", async () => {
+        await store.markRead("s1", "/w/a.txt");
+        await store.markRead("s1", "/w/b.txt");
+        await store.markRead("s2", "/w/a.txt");
+        await store.clearReadMarkers("s1");
+        expect(await store.hasRead("s1", "/w/a.txt")).toBe(false);
+        expect(await store.hasRead("s1", "/w/b.txt")).toBe(false);
+        expect(await store.hasRead("s2", "/w/a.txt")).toBe(true);
+        await store.clearReadMarkers("s1");
+        await store.markRead("s1", "/w/a.txt");
+        expect(await store.hasRead("s1", "/w/a.txt")).toBe(true);
+      });
     });
 
     describe("todos", () => {

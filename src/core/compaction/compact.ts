@@ -47,6 +47,17 @@ export interface CompactResult {
 }
 
 /**
+ * A manual compaction runs both stages whatever the size (CONTRACT §11), so on a history
+ * that fits in keepRecentTokens it keeps at most this share of the context verbatim;
+ * otherwise a small session would have nothing older to prune or summarise.
+ */
+export const MANUAL_KEEP_SHARE = 0.25;
+
+function keepTokensFor(reason: CompactionReason, keep: number, tokensBefore: number): number {
+  return reason === "manual" ? Math.min(keep, Math.floor(tokensBefore * MANUAL_KEEP_SHARE)) : keep;
+}
+
+/**
  * One compaction, both stages as compactionPlan() decides: prune old tool outputs, then
  * summarise the older history if still over. Never deletes anything: the result is a new
  * state to persist next to the rows. The summarizer's failure leaves stage 1 in place.
@@ -54,11 +65,13 @@ export interface CompactResult {
 export async function compactHistory(input: CompactInput): Promise<CompactResult> {
   const told = input.overflowMessage ? overflowSizes(input.overflowMessage) : {};
   const contextWindow = Math.min(input.contextWindow, told.limit ?? Number.POSITIVE_INFINITY);
-  const keep = effectiveKeepTokens(input.settings, contextWindow);
   const tokensBefore = told.prompt ?? input.contextTokens ?? estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, input.state));
+  const keep = keepTokensFor(input.reason, effectiveKeepTokens(input.settings, contextWindow), tokensBefore);
   const pruning = pruneToolRows(input.rows, input.state, keep);
   const pruned: CompactionState = { ...input.state, pruned: new Set([...input.state.pruned, ...pruning.ids]) };
-  const split = splitForSummary(input.rows, pruned, keep);
+  // Measured again after stage 1, so a manual compaction still finds something older to summarise.
+  const splitKeep = input.reason === "manual" ? keepTokensFor("manual", keep, estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, pruned))) : keep;
+  const split = splitForSummary(input.rows, pruned, splitKeep);
   const plan = compactionPlan({
     reason: input.reason,
     contextTokens: tokensBefore,

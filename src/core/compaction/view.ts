@@ -1,6 +1,8 @@
 import type { LlmMessage } from "../../llm/types.js";
 import type { MessageRow, StoredToolCall } from "../../store/store.js";
-import { rowToMessage } from "../context-builder.js";
+import { toolResultContent } from "../../tools/result-content.js";
+import type { Attachment } from "../../tools/types.js";
+import { cancelledText } from "../tool-calls.js";
 import { prunedToolStub } from "./stub.js";
 
 /**
@@ -11,6 +13,8 @@ import { prunedToolStub } from "./stub.js";
 export type HistoryRow = Pick<MessageRow, "id" | "seq" | "role" | "content" | "thinking" | "tool_calls" | "tool_call_id" | "meta"> & {
   kind?: string | null;
   compacted?: boolean | null;
+  /** Images or audio a tool returned in this process (never stored): shown with the result until it is pruned. */
+  attachments?: readonly Attachment[];
 };
 
 /**
@@ -77,47 +81,94 @@ export function viewMessage(row: HistoryRow, state: CompactionState, calls: Read
     const name = call?.name ?? (typeof row.meta?.toolName === "string" ? row.meta.toolName : "the tool");
     return { role: "tool", toolCallId: row.tool_call_id ?? "", content: prunedToolStub(name, call?.arguments ?? "", row.content ?? "") };
   }
-  return rowToMessage(row as MessageRow);
+  return rowToMessage(row);
 }
 
 /**
- * The messages of the next model call: system prompt, the latest summary, then every row
- * not compacted, in order (the last user request and the recent messages are among them,
- * verbatim). Every tool_call keeps exactly one answer: a tool row whose call is not in the
- * view is left out, and a call whose answer was compacted gets a one-line placeholder.
+ * The messages of the next model call: system prompt, then historyMessages().
  */
 export function buildModelView(systemPrompt: string, rows: readonly HistoryRow[], state: CompactionState): LlmMessage[] {
-  const out: LlmMessage[] = [{ role: "system", content: systemPrompt }];
+  return [{ role: "system", content: systemPrompt }, ...historyMessages(rows, state)];
+}
+
+/**
+ * The history as the model sees it: the latest summary, then every row not compacted, in
+ * order (the last user request and the recent messages are among them, verbatim). Tool
+ * results are stored as each call ends, so each is put back right after its assistant
+ * message in the order of the calls; every tool_call keeps exactly one answer: a tool row
+ * whose call is not in the view is left out, a call whose answer was compacted gets a
+ * one-line placeholder, and a call with no stored answer at all (a crash before recovery
+ * patched it) gets the interrupted placeholder.
+ */
+export function historyMessages(rows: readonly HistoryRow[], state: CompactionState): LlmMessage[] {
+  const out: LlmMessage[] = [];
   if (state.summary) out.push(summaryMessage(state.summary.content));
   const visible = visibleRows(rows, state);
   const calls = toolCallIndex(visible);
-  const answered = new Set<string>();
-  for (const row of visible) if (row.role === "tool" && row.tool_call_id) answered.add(row.tool_call_id);
-  const open = new Set<string>();
+  const results = new ResultQueue(visible);
   for (const row of visible) {
-    if (row.role === "tool") {
-      if (!row.tool_call_id || !open.delete(row.tool_call_id)) continue;
-    } else closeOpenCalls(out, open);
+    if (row.role === "tool") continue;
     const message = viewMessage(row, state, calls);
     if (!message) continue;
     out.push(message);
     if (message.role !== "assistant") continue;
+    const placed = new Set<string>();
     for (const call of message.toolCalls ?? []) {
-      if (answered.has(call.id)) open.add(call.id);
-      else out.push(missingAnswer(call.id));
+      if (placed.has(call.id)) continue;
+      placed.add(call.id);
+      const result = results.take(call.id, row.seq);
+      out.push(result ? viewMessage(result, state, calls)! : missingAnswer(call.id, rows));
     }
   }
-  closeOpenCalls(out, open);
   return out;
 }
 
-function closeOpenCalls(out: LlmMessage[], open: Set<string>): void {
-  for (const id of open) out.push(missingAnswer(id));
-  open.clear();
+/**
+ * Tool rows by call id, oldest first, each handed out once: some local servers reuse ids
+ * ("call_0") in every reply, so a result belongs to the first call with its id before it.
+ */
+class ResultQueue {
+  private readonly byId = new Map<string, HistoryRow[]>();
+
+  constructor(rows: readonly HistoryRow[]) {
+    for (const row of rows) {
+      if (row.role !== "tool" || !row.tool_call_id) continue;
+      const list = this.byId.get(row.tool_call_id);
+      if (list) list.push(row);
+      else this.byId.set(row.tool_call_id, [row]);
+    }
+  }
+
+  take(callId: string, afterSeq: number): HistoryRow | undefined {
+    const list = this.byId.get(callId);
+    if (!list) return undefined;
+    while (list.length > 0 && list[0]!.seq < afterSeq) list.shift();
+    return list.shift();
+  }
 }
 
-function missingAnswer(toolCallId: string): LlmMessage {
-  return { role: "tool", toolCallId, content: "[This tool result is no longer available (compacted).]" };
+function missingAnswer(toolCallId: string, rows: readonly HistoryRow[]): LlmMessage {
+  const stored = rows.some((row) => row.role === "tool" && row.tool_call_id === toolCallId);
+  return { role: "tool", toolCallId, content: stored ? "[This tool result is no longer available (compacted).]" : cancelledText() };
+}
+
+/** One stored row as a model message (system rows and summary rows have none: the view places the summary). */
+export function rowToMessage(row: HistoryRow): LlmMessage | null {
+  switch (row.role) {
+    case "user":
+      return { role: "user", content: row.content ?? "" };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: row.content,
+        thinking: row.thinking,
+        toolCalls: row.tool_calls?.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) ?? undefined,
+      };
+    case "tool":
+      return { role: "tool", toolCallId: row.tool_call_id ?? "", content: toolResultContent(row.content ?? "", row.attachments) };
+    default:
+      return null;
+  }
 }
 
 /** Problems with tool-call pairing in a message list (empty when every call has exactly one answer right after it). */

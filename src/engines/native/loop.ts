@@ -45,14 +45,14 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
     if (limit) return yield ended(limit);
 
     iterations++;
+    const view = io.modelContext ? await io.modelContext() : messages;
     let outcome: StreamOutcome | undefined;
-    for await (const event of streamOnce(messages, request, llm)) {
+    for await (const event of callModel(view, request, io, llm)) {
       if ("kind" in event) outcome = event;
       else yield event;
     }
     const response = outcome!;
     usage = addUsage(usage, response.usage);
-    if (response.usage.total_tokens > 0 || response.usage.prompt_tokens > 0) yield { type: "model_usage", usage: response.usage };
 
     if (response.kind === "error") {
       const cancelled = response.error.code === "CANCELLED";
@@ -93,6 +93,35 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
   }
 }
 
+/**
+ * One model call, with the runtime's overflow recovery: a "prompt too long" answer before
+ * any output is compacted by io and retried once; refused again, the call fails with the
+ * error io names (CONTEXT_OVERFLOW). Usage of every attempt is reported.
+ */
+async function* callModel(view: LlmMessage[], request: RunRequest, io: RunIO, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
+  for (let retried = false; ; retried = true) {
+    let outcome: StreamOutcome | undefined;
+    let produced = false;
+    for await (const event of streamOnce(view, request, llm)) {
+      if ("kind" in event) outcome = event;
+      else {
+        produced = true;
+        yield event;
+      }
+    }
+    const response = outcome!;
+    if (response.usage.total_tokens > 0 || response.usage.prompt_tokens > 0) yield { type: "model_usage", usage: response.usage, ...(response.model ? { model: response.model } : {}) };
+    if (response.kind === "done" || produced || !io.modelCallFailed || response.error.code === "CANCELLED") return yield response;
+    const recovery = await io.modelCallFailed(response.error, retried);
+    if (!recovery) return yield response;
+    if ("fail" in recovery) {
+      return yield { ...response, usage: { ...ZERO_USAGE }, error: { code: recovery.fail.code as LlmError["code"], message: recovery.fail.message, retryable: false } };
+    }
+    if (retried) return yield response;
+    view = recovery.retry;
+  }
+}
+
 function truncatedCall(call: ToolCallRequest): ToolCallResult {
   return {
     call,
@@ -107,8 +136,8 @@ function truncatedCall(call: ToolCallRequest): ToolCallResult {
 }
 
 type StreamOutcome =
-  | { kind: "done"; message: AssistantMessage; finishReason: string; usage: TokenUsage }
-  | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage };
+  | { kind: "done"; message: AssistantMessage; finishReason: string; usage: TokenUsage; model?: string }
+  | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage; model?: string };
 
 async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
   let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
@@ -143,8 +172,8 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
   if (!final) {
     yield { kind: "error", error: { code: "LLM_ERROR", message: "the model stream ended without a result", retryable: false }, message: { content: null, thinking: null, toolCalls: [] }, usage: { ...ZERO_USAGE } };
   } else if (final.type === "error") {
-    yield { kind: "error", error: final.error, message: final.partial, usage: final.usage };
+    yield { kind: "error", error: final.error, message: final.partial, usage: final.usage, model: final.model };
   } else {
-    yield { kind: "done", message: final.message, finishReason: final.finishReason, usage: final.usage };
+    yield { kind: "done", message: final.message, finishReason: final.finishReason, usage: final.usage, model: final.model };
   }
 }

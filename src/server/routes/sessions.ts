@@ -45,6 +45,7 @@ export function publicSession(row: SessionRow) {
     budget_override: row.budget_override,
     context_size: row.context_size,
     token_usage: row.token_usage,
+    cost_usd: row.cost_usd,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -111,6 +112,10 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json({ ok: true, cancelled, session: publicSession(await sessions.get(id)) });
   });
   app.post("/sessions/:id/suspend", async (c) => c.json({ ok: true, session: publicSession(await sessions.suspend(c.req.param("id"))) }));
+  app.post("/sessions/:id/compact", async (c) => {
+    const outcome = await sessions.compact(c.req.param("id"));
+    return c.json({ tokensBefore: outcome.tokensBefore, tokensAfter: outcome.tokensAfter, summaryMessageId: outcome.summaryMessageId });
+  });
   app.post("/sessions/:id/resume", async (c) => c.json({ ok: true, session: publicSession(await sessions.resume(c.req.param("id"))) }));
 
   app.post("/sessions/:id/chat", async (c) => {
@@ -163,4 +168,5 @@ const statusOfRunError = {
   AGENT_NOT_FOUND: 404,
   INTERNAL_ERROR: 500,
   CANCELLED: 409,
+  CONTEXT_OVERFLOW: 400,
 } as const;

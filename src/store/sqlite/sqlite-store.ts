@@ -395,6 +395,11 @@ export class SqliteStore implements Store {
     return this.stmts.hasRead.get(sessionId, path) !== undefined;
   }
 
+  async clearReadMarkers(sessionId: string): Promise<void> {
+    this.assertOpen();
+    this.stmts.clearReadMarkers.run(sessionId);
+  }
+
   async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
     this.assertOpen();
     this.setTodosTx(sessionId, todos);

@@ -86,6 +86,7 @@ const SQL = {
   markRead: `INSERT INTO read_markers (session_id, path, read_at) VALUES (?, ?, ?)
     ON CONFLICT (session_id, path) DO UPDATE SET read_at = excluded.read_at`,
   hasRead: "SELECT 1 FROM read_markers WHERE session_id = ? AND path = ?",
+  clearReadMarkers: "DELETE FROM read_markers WHERE session_id = ?",
 
   deleteTodos: "DELETE FROM todos WHERE session_id = ?",
   insertTodo: `INSERT INTO todos (session_id, position, id, content, status, priority)

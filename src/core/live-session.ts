@@ -1,0 +1,93 @@
+import type { EventSink } from "../base/events.js";
+import type { IdGenerator } from "../base/ids.js";
+import type { Logger } from "../base/log.js";
+import type { TokenUsage } from "../base/usage.js";
+import type { ModelInfo } from "../config/types.js";
+import type { RunResult, StopReason } from "../engines/types.js";
+import { costOf } from "../llm/cost.js";
+import { modelInfo } from "../llm/models.js";
+import type { LlmClient } from "../llm/types.js";
+import type { Store } from "../store/store.js";
+import { SessionContext } from "./compaction/session-context.js";
+import type { RunRecorder } from "./recorder.js";
+import { Resources } from "./resources.js";
+
+/** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
+export const ENGINE_STATE_KEY = "engineState";
+
+export interface ActiveRun {
+  controller: AbortController;
+  stopRequest: StopReason | null;
+  done: Promise<RunResult>;
+}
+
+/** What this process holds of one open session between and during its runs. */
+export interface LiveSession {
+  resources: Resources;
+  run: ActiveRun | null;
+  /** The model's context across runs (compaction). */
+  context: SessionContext;
+  /** The running turn's recorder (a summarizer's spend is the turn's cost too). */
+  recorder: RunRecorder | null;
+  /** Undelivered inbox items known to this process, with their waiters. */
+  pending: Map<string, { resolve: (r: RunResult) => void; perCall: { model?: string } }>;
+  /** Waiters for messages drained into the current run. */
+  consumed: ((r: RunResult) => void)[];
+  closing: boolean;
+}
+
+export interface LiveSessionDeps {
+  config: { models: Record<string, ModelInfo> };
+  store: Store;
+  events: EventSink;
+  ids: IdGenerator;
+  log: Logger;
+  llm: LlmClient;
+}
+
+/** USD of one call at models.json prices of the model that answered (null: no price). */
+export function priceOf(models: Record<string, ModelInfo>, usage: TokenUsage, modelKey: string): number | null {
+  return costOf(usage, modelInfo(modelKey, models).cost);
+}
+
+export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSession {
+  const { store, events, ids, log, llm } = deps;
+  const live: LiveSession = {
+    resources: new Resources(),
+    run: null,
+    recorder: null,
+    pending: new Map(),
+    consumed: [],
+    closing: false,
+    context: new SessionContext({
+      sessionId: id,
+      store,
+      events,
+      ids,
+      log,
+      llm,
+      spend: async (usage, model, contextSize) => {
+        if (live.recorder) return live.recorder.addSpend(usage, model, contextSize);
+        await store.addTokenUsage(id, usage, contextSize, priceOf(deps.config.models, usage, model) ?? 0);
+      },
+      // An engine that keeps its own conversation starts again from the compacted history.
+      compacted: () => store.setSessionMeta(id, ENGINE_STATE_KEY, null),
+    }),
+  };
+  return live;
+}
+
+/**
+ * The run ended: a manual compaction asked for during it that saw no boundary happens now,
+ * while the run still holds the session; then the context and the recorder let go of it.
+ */
+export async function settleRunContext(id: string, live: LiveSession, recorder: RunRecorder, log: Logger): Promise<void> {
+  try {
+    await live.context.settle();
+  } catch (error) {
+    log.warn("compaction at the end of the run failed", { sessionId: id, error: String(error) });
+  } finally {
+    live.context.end();
+    if (live.recorder === recorder) live.recorder = null;
+  }
+}
