@@ -283,6 +283,10 @@ export class PgStore implements Store {
     return result.rowCount !== 0;
   }
 
+  async clearReadMarkers(sessionId: string): Promise<void> {
+    await this.write("clear read markers", sessionId, (on) => on.run("clearReadMarkers", [sessionId]));
+  }
+
   async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
     await this.write("set todos", sessionId, (on) =>
       on.transaction(async (tx) => {

@@ -90,6 +90,7 @@ export const SQL = {
   markRead: `INSERT INTO read_markers (session_id, path, read_at) VALUES ($1, $2, $3)
     ON CONFLICT (session_id, path) DO UPDATE SET read_at = excluded.read_at`,
   hasRead: "SELECT 1 FROM read_markers WHERE session_id = $1 AND path = $2",
+  clearReadMarkers: "DELETE FROM read_markers WHERE session_id = $1",
 
   deleteTodos: "DELETE FROM todos WHERE session_id = $1",
   // The whole list in one statement: arrays of fields, unnested in order.
