@@ -79,8 +79,8 @@ export class EventLog implements EventSink {
   }
 
   private async drain(): Promise<void> {
-    // Let publishes of the same tick join one batch (one transaction).
-    await null;
+    // Let the publishes of one step (its awaits resolve in microtasks) join one batch: one transaction.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0);
       try {

@@ -79,7 +79,7 @@ export class RunRecorder {
   }
 
   async toolStarted(call: ToolCallRequest, input: unknown): Promise<void> {
-    await this.deps.events.publish(this.deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: input });
+    void this.deps.events.publish(this.deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: input });
   }
 
   async toolProgress(callId: string, name: string, elapsedMs: number): Promise<void> {
@@ -108,7 +108,7 @@ export class RunRecorder {
       durationMs: result.durationMs,
       details: result.details ?? null,
     });
-    await events.publish(sessionId, { type: "chat.message", role: "tool", id: row.id, session_id: sessionId, content: row.content, tool_call_id: call.id, created_at: row.created_at });
+    void events.publish(sessionId, { type: "chat.message", role: "tool", id: row.id, session_id: sessionId, content: row.content, tool_call_id: call.id, created_at: row.created_at });
   }
 
   /** User rows a boundary moved from the inbox into the history. */
@@ -171,7 +171,7 @@ export class RunRecorder {
     );
     this.last = { content: message.content, finishReason, messageId: row.id };
     this.deps.context?.addRow(row);
-    await events.publish(sessionId, {
+    void events.publish(sessionId, {
       type: "chat.message",
       role: "assistant",
       id: row.id,
