@@ -11,6 +11,7 @@ import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
 import { Resources } from "./core/resources.js";
+import { HookRunner } from "./core/hooks.js";
 import { SessionManager } from "./core/session-manager.js";
 import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
@@ -105,7 +106,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     options.customTools ??
     combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm });
+  const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm, hooks });
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({

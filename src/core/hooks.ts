@@ -114,6 +114,11 @@ export class HookRunner {
     return decision.blocked ? {} : decision.context ? { context: decision.context } : {};
   }
 
+  /** A run ended (however): the next run's first Stop starts a fresh count (`stop_hook_active` false). */
+  runEnded(sessionId: string): void {
+    this.continuations.delete(sessionId);
+  }
+
   /** Forgets a closed session's Stop count. */
   endSession(sessionId: string): void {
     this.continuations.delete(sessionId);

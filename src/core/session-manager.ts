@@ -15,6 +15,8 @@ import { runToolCall } from "./tool-calls.js";
 import type { CompactionOutcome } from "./compaction/session-context.js";
 import { createLiveSession, ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
 import type { LlmClient } from "../llm/types.js";
+import type { HookRunner } from "./hooks.js";
+import { recordSessionStart, screenPrompt, stopHook } from "./session-hooks.js";
 
 export type { RunObserver } from "./recorder.js";
 
@@ -23,6 +25,8 @@ export interface SessionManagerDeps extends RunSetupDeps {
   engines: readonly Engine[];
   /** For the summarizer of compactions. */
   llm: LlmClient;
+  /** Lifecycle hooks (CONTRACT §15); absent: none. */
+  hooks?: HookRunner;
 }
 
 
@@ -94,7 +98,9 @@ export class SessionManager {
       objective: input.objective ?? null,
       success_criteria: input.success_criteria ?? null,
     };
-    return this.deps.store.createSession(row);
+    const created = await this.deps.store.createSession(row);
+    await recordSessionStart(this.deps, created.id, "startup");
+    return created;
   }
 
   async get(id: string): Promise<SessionRow> {
@@ -137,6 +143,8 @@ export class SessionManager {
     if (this.stopping) throw new VeilError("CANCELLED", "the runtime is shutting down");
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
+    // Before anything is stored: a blocked prompt leaves no trace but the hook.run event.
+    content = await screenPrompt(this.deps.hooks, id, content, options.meta);
     const messageId = this.deps.ids.next("msg");
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
@@ -177,6 +185,7 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.run) await live.run.done;
     const row = await this.setStatus(id, "idle", "resumed");
+    await recordSessionStart(this.deps, id, "resume");
     for (const listener of this.resumeListeners) await listener(id);
     if (!live.run && (await this.deps.store.listInbox(id)).length > 0) this.startRun(id, {});
     return row;
@@ -202,6 +211,7 @@ export class SessionManager {
     live.context.abandon(new VeilError("SESSION_CLOSED", `session "${id}" was closed before it could compact`));
     await live.resources.dispose();
     this.live.delete(id);
+    this.deps.hooks?.endSession(id);
     return this.setStatus(id, "closed", "closed");
   }
 
@@ -318,7 +328,7 @@ export class SessionManager {
       await this.setStatus(id, "running", "run started");
       const signal = run.controller.signal;
       live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
-      const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext };
+      const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks: this.deps.hooks, sessionId: id };
       const io: RunIO = {
         executeTool: (call) => runToolCall(call, executor),
         nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
@@ -327,6 +337,7 @@ export class SessionManager {
         saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
         modelContext: () => live.context.modelContext(),
         modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
+        runEnding: stopHook({ hooks: this.deps.hooks, store, ids, now: () => clock.now() }, id),
         clock,
         log,
       };
@@ -354,6 +365,7 @@ export class SessionManager {
       if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
       result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
     }
+    this.deps.hooks?.runEnded(id);
     // A failed run answers every message waiting for it with its error; leaving them in the
     // inbox would restart a run that fails the same way, over and over.
     if (result.stopReason === "error") await this.drain(id, live, recorder).catch(() => []);

@@ -7,6 +7,8 @@ import { formatThrown, formatToolError } from "../tools/format.js";
 import { normaliseOutcome } from "../tools/outcome.js";
 import type { SessionToolset } from "../tools/registry.js";
 import type { ToolContext, ToolOutcome } from "../tools/types.js";
+import { systemReminder } from "../tools/format.js";
+import type { HookRunner } from "./hooks.js";
 import type { RunRecorder } from "./recorder.js";
 
 /** CONTRACT §10: a tool running past this gets a `tool.progress` at least this often. */
@@ -21,6 +23,9 @@ export interface ToolExecutorDeps {
   signal: AbortSignal;
   /** Builds the context for one call; the signal is the run's (plus the tool's timeout). */
   makeContext(call: ToolCallRequest, signal: AbortSignal): ToolContext;
+  /** PreToolUse / PostToolUse (CONTRACT §15); absent or without such hooks: no cost. */
+  hooks?: HookRunner;
+  sessionId?: string;
 }
 
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -59,6 +64,13 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
   const problem = tool.validate(parsed.value);
   if (problem) return finish("error", { output: formatToolError("VALIDATION_ERROR", problem) }, input);
   if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+  const hooks = deps.hooks;
+  if (hooks?.has("PreToolUse")) {
+    // A blocked call never runs: the hook's reason (its stderr) is the result the model sees.
+    const decision = await hooks.preToolUse({ sessionId: deps.sessionId ?? "", toolName: call.name, toolInput: parsed.value });
+    if (decision.blocked) return finish("error", { output: decision.reason }, input);
+    if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+  }
 
   await recorder.toolState(call.id, "executing");
   // Checked again after the await: a cancel that landed during it must still stop the call.
@@ -71,7 +83,8 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
   const stopProgress = progressTicker(deps, call, started);
   try {
     const raw = await raceAbort(tool.execute(parsed.value, deps.makeContext(call, controller.signal)), controller.signal);
-    const outcome = normaliseOutcome(raw);
+    let outcome = normaliseOutcome(raw);
+    if (hooks?.has("PostToolUse")) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
     return await finish(outcome.isError ? "error" : "done", outcome, input);
   } catch (error) {
     if (controller.signal.reason instanceof ToolTimeout) {
@@ -85,6 +98,13 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
     cancelTimer?.();
     signal.removeEventListener("abort", onAbort);
   }
+}
+
+/** PostToolUse: the tool already ran; a blocking hook's reason is appended for the model. */
+async function afterTool(hooks: HookRunner, sessionId: string, toolName: string, toolInput: unknown, outcome: ToolOutcome): Promise<ToolOutcome> {
+  const decision = await hooks.postToolUse({ sessionId, toolName, toolInput, toolResponse: { output: outcome.output, is_error: Boolean(outcome.isError) } });
+  if (!decision.blocked) return outcome;
+  return { ...outcome, output: `${outcome.output}\n\n${systemReminder(`PostToolUse hook: ${decision.reason}`)}` };
 }
 
 /** `tool.progress` every PROGRESS_INTERVAL_MS while the call runs. */

@@ -110,6 +110,13 @@ export interface RunIO {
    * error: null (handle it as usual). Never a loop: the engine retries at most once per call.
    */
   modelCallFailed?(error: LlmError, retried: boolean): Promise<{ retry: LlmMessage[] } | { fail: { code: string; message: string } } | null>;
+  /**
+   * The run is about to end naturally (a final answer with finish reason "stop"; never on
+   * cancel, error or a budget). True: the runtime queued a new user message (a Stop hook's
+   * continuation, CONTRACT §15): deliver it with nextInputs() and go on in the same run.
+   * Absent when nothing listens.
+   */
+  runEnding?(): Promise<boolean>;
   clock: Clock;
   log: Logger;
 }

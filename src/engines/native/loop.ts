@@ -65,7 +65,9 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
 
     const { message, finishReason } = response;
     const calls = message.toolCalls;
-    const final = calls.length === 0 && !io.hasPendingInput();
+    let final = calls.length === 0 && !io.hasPendingInput();
+    // A Stop hook may continue the run: its message then arrives through nextInputs().
+    if (final && finishReason === "stop" && io.runEnding && !request.signal.aborted && (await io.runEnding())) final = false;
     yield { type: "assistant_message", message, finishReason, usage: response.usage, final };
     messages.push({ role: "assistant", content: message.content, thinking: message.thinking, toolCalls: calls.length ? calls : undefined });
 
