@@ -3,22 +3,27 @@ import type { LlmMessage } from "../llm/types.js";
 import type { MessageRow, SessionRow } from "../store/store.js";
 import { compactionStateFromRows, historyMessages } from "./compaction/view.js";
 
-/** The system prompt: agent prompt, spawn objective, tier-2 tool summary, environment facts. */
-export function buildSystemPrompt(options: {
-  agent: AgentConfig;
-  session: SessionRow;
-  workspace: string;
-  toolSummary: string;
-  now: Date;
-}): string {
-  const parts = [options.agent.systemPrompt.trim()];
-  if (options.session.objective) parts.push(`## Objective\n${options.session.objective.trim()}`);
-  if (options.session.success_criteria) parts.push(`## Success Criteria\n${options.session.success_criteria.trim()}`);
-  if (options.toolSummary) parts.push(options.toolSummary);
-  parts.push(
-    `## Environment\nWorkspace: ${options.workspace}\nSession: ${options.session.id}\nDate: ${options.now.toISOString().slice(0, 10)}`,
-  );
+/**
+ * The system prompt, stable parts first so provider prompt caches (and llama.cpp's slot
+ * cache) share it across sessions of one agent: chat templates render the system message
+ * and then the tools, so the first byte that differs cuts the cacheable prefix there.
+ * Order: agent prompt, tier-2 tool summary, workspace; then what varies per session — the
+ * spawn objective and success criteria, and the date the session started (not today's
+ * date, so a session that runs past midnight keeps a byte-stable prompt). The session id
+ * is left out: it would make every session's prompt unique.
+ */
+export function buildSystemPrompt(options: { agent: AgentConfig; session: SessionRow; workspace: string; toolSummary: string }): string {
+  const { agent, session } = options;
+  const parts = [agent.systemPrompt.trim(), options.toolSummary, `## Environment\nWorkspace: ${options.workspace}`];
+  if (session.objective) parts.push(`## Objective\n${session.objective.trim()}`);
+  if (session.success_criteria) parts.push(`## Success Criteria\n${session.success_criteria.trim()}`);
+  parts.push(`Session started: ${sessionDate(session)}`);
   return parts.filter(Boolean).join("\n\n");
+}
+
+/** The session's creation day (UTC); created_at is ISO-8601 in every store. */
+function sessionDate(session: SessionRow): string {
+  return session.created_at.slice(0, 10);
 }
 
 /**

@@ -69,7 +69,7 @@ export async function prepareRun(
   const toolset = await SessionToolset.create({ builtins: deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);
-  const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), now: new Date(clock.now()) });
+  const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary() });
   const services: ToolServices = { ...deps.services, toolset };
   return {
     agent,
