@@ -6,6 +6,7 @@ import { selectEngine } from "../engines/select.js";
 import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
+import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { closeDanglingToolCalls } from "./history.js";
 import { modeConfig } from "../tools/permissions.js";
 import { RunRecorder, type RunObserver } from "./recorder.js";
@@ -135,8 +136,10 @@ export class SessionManager {
   /**
    * Accepts a user message: stored durably in the inbox before this resolves,
    * then delivered at once (idle session) or at the next boundary (running).
+   * `message` is text or OpenAI content parts (stored as chat-content.ts describes).
    */
-  async send(id: string, content: string, options: SendOptions = {}): Promise<SendReceipt> {
+  async send(id: string, message: ChatContent, options: SendOptions = {}): Promise<SendReceipt> {
+    const { content, meta } = toUserMessage(message, options.meta);
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (session.status === "suspended") throw new VeilError("SESSION_SUSPENDED", `session "${id}" is suspended; resume it first`);
@@ -150,7 +153,7 @@ export class SessionManager {
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
     try {
-      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: options.meta ?? null, created_at: new Date(this.deps.clock.now()).toISOString() });
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
     } catch (error) {
       live.pending.delete(messageId);
       throw error;

@@ -4,6 +4,7 @@ import { toolResultContent } from "../../tools/result-content.js";
 import type { Attachment } from "../../tools/types.js";
 import { cancelledText } from "../tool-calls.js";
 import { prunedToolStub } from "./stub.js";
+import { userContentOfRow } from "../chat-content.js";
 
 /**
  * What compaction reads of a stored message row (a MessageRow fits). `kind` and
@@ -156,7 +157,7 @@ function missingAnswer(toolCallId: string, rows: readonly HistoryRow[]): LlmMess
 export function rowToMessage(row: HistoryRow): LlmMessage | null {
   switch (row.role) {
     case "user":
-      return { role: "user", content: row.content ?? "" };
+      return { role: "user", content: userContentOfRow(row) };
     case "assistant":
       return {
         role: "assistant",

@@ -8,6 +8,7 @@ import { pickModelKey } from "../../llm/models.js";
 import type { StreamEvent } from "../../llm/types.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
+import { agentCompletion, parseAgentModel } from "./agent-completions.js";
 
 export const CompletionBody = Type.Object(
   {
@@ -34,12 +35,15 @@ const STATUS_OF: Record<string, ContentfulStatusCode> = {
 
 /**
  * OpenAI chat completions through Veil's provider fallback chain, so the
- * official `openai` SDK pointed at http://HOST:PORT/v1 works.
+ * official `openai` SDK pointed at http://HOST:PORT/v1 works. A model `agent/<name>[/<sessionId>]`
+ * is answered by that agent's loop instead (agent-completions.ts).
  */
 export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const handler = async (c: Context<AppEnv>) => {
     const { runtime } = state;
     const body = await jsonBody<Static<typeof CompletionBody>>(c, CompletionBody);
+    const agentTarget = parseAgentModel(body.model);
+    if (agentTarget) return agentCompletion(c, state, agentTarget, body);
     const modelKey = pickModelKey({ perCall: body.model, session: null, agent: undefined, settings: runtime.config.settings });
     const request = {
       modelKey,

@@ -8,6 +8,7 @@ import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
 import { sseResponse } from "../sse.js";
+import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
 
 export const CreateBody = Type.Object(
   {
@@ -22,7 +23,8 @@ export const CreateBody = Type.Object(
 
 export const ChatBody = Type.Object(
   {
-    message: Type.String({ minLength: 1 }),
+    /** Text, or OpenAI content parts (`text`, `image_url`); parts are checked one by one in chat-content.ts. */
+    message: Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { minItems: 1 })]),
     model: Type.Optional(Type.String({ minLength: 1 })),
     reasoning: Type.Optional(ReasoningSchema),
     stream: Type.Optional(Type.Boolean()),
@@ -122,7 +124,8 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const id = c.req.param("id");
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
-    await sessions.get(id);
+    const session = await sessions.get(id);
+    const message = checkChatMessage(state, session, body.message as ChatContent, body.model);
     if (wantsStream) {
       // Subscribe before sending so no event of the turn is missed.
       let settle!: () => void;
@@ -136,7 +139,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
         until: ended,
       });
       try {
-        const receipt = await sessions.send(id, body.message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+        const receipt = await sessions.send(id, message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
         // Its run's chat.done was published before the result settles, so the stream has it.
         receipt.result.then(settle, settle);
       } catch (error) {
@@ -145,7 +148,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       }
       return response;
     }
-    const receipt = await sessions.send(id, body.message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+    const receipt = await sessions.send(id, message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
     const result = await receipt.result;
     if (result.stopReason === "error" && result.error) {
       const code = (result.error.code in statusOfRunError ? result.error.code : "LLM_ERROR") as keyof typeof statusOfRunError;
@@ -154,6 +157,15 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json(chatReply(result));
   });
 
+}
+
+/** The message as send() takes it, after its parts are checked and the turn's model is known to take them. */
+export function checkChatMessage(state: ServerState, session: SessionRow, message: ChatContent, perCallModel?: string): ChatContent {
+  const { runtime } = state;
+  const checked = typeof message === "string" ? message : validateChatParts(message);
+  const agent = Object.hasOwn(runtime.agents(), session.agent) ? runtime.agents()[session.agent] : undefined;
+  assertModelTakesContent(checked, { perCallModel, session, agent, settings: runtime.config.settings, models: runtime.config.models });
+  return checked;
 }
 
 const statusOfRunError = {

@@ -1,0 +1,160 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { stream as honoStream } from "hono/streaming";
+import type { VeilEvent } from "../../base/events.js";
+import type { ChatContent, ChatPart } from "../../core/chat-content.js";
+import type { RunResult } from "../../engines/types.js";
+import { VeilError } from "../../errors.js";
+import { createChunkEncoder, toChatCompletion, type CompletionMeta } from "../../llm/chat-completion.js";
+import type { SessionRow } from "../../store/store.js";
+import type { AppEnv, ServerState } from "../context.js";
+import { AGENT_MODEL_PREFIX } from "./models.js";
+import { checkChatMessage } from "./sessions.js";
+
+/** The header that names the session an `agent/<name>` completion ran in. */
+export const SESSION_HEADER = "x-veil-session";
+
+type WireMessage = { role: string; content?: unknown };
+
+/** `agent/<name>` → a new session of that agent; `agent/<name>/<sessionId>` → that session. */
+export function parseAgentModel(model: string | undefined): { agent: string; sessionId?: string } | null {
+  if (!model?.startsWith(AGENT_MODEL_PREFIX)) return null;
+  const rest = model.slice(AGENT_MODEL_PREFIX.length);
+  const slash = rest.indexOf("/");
+  const agent = slash < 0 ? rest : rest.slice(0, slash);
+  const sessionId = slash < 0 ? undefined : rest.slice(slash + 1);
+  if (!agent || sessionId === "") throw new VeilError("VALIDATION_ERROR", `model "${model}": expected agent/<name> or agent/<name>/<sessionId>`);
+  return { agent, sessionId };
+}
+
+/**
+ * A chat completion answered by an agent's full loop (its tools included) in a Veil session.
+ * The last user message is the turn. For a new session, earlier messages are sent along as one
+ * transcript text part before it; a continued session already holds its history, so they are
+ * ignored. The session id comes back in the `x-veil-session` header and in `model`
+ * (`agent/<name>/<sessionId>`, ready to send again to continue).
+ */
+export async function agentCompletion(c: Context<AppEnv>, state: ServerState, target: { agent: string; sessionId?: string }, body: { messages: WireMessage[]; stream?: boolean }): Promise<Response> {
+  const { runtime } = state;
+  const lastUser = body.messages.findLastIndex((m) => m.role === "user");
+  if (lastUser < 0) throw new VeilError("VALIDATION_ERROR", "messages: an agent/<name> completion needs a user message");
+  const turn = wireContent(body.messages[lastUser]!.content, `messages[${lastUser}].content`);
+  const session = await openSession(state, target);
+  const earlier = target.sessionId ? [] : body.messages.slice(0, lastUser);
+  const message = checkChatMessage(state, session, withTranscript(earlier, turn));
+  const meta: CompletionMeta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: `${AGENT_MODEL_PREFIX}${target.agent}/${session.id}`, created: Math.floor(runtime.clock.now() / 1000) };
+  c.header(SESSION_HEADER, session.id);
+  const sendOptions = { meta: { source: "openai" } };
+
+  if (!body.stream) {
+    const result = await (await runtime.sessions.send(session.id, message, sendOptions)).result;
+    if (result.stopReason === "error" && result.error) {
+      return c.json({ error: { code: result.error.code, message: result.error.message, type: "veil_error" } }, statusOfRunError(result.error.code));
+    }
+    return c.json(toChatCompletion(meta, { message: { content: result.content, thinking: null, toolCalls: [] }, finishReason: finishOf(result), usage: result.usage }));
+  }
+
+  // Subscribe before sending so no event of the turn is missed; the run's chat.done is
+  // published before its result settles, so every event of the turn is queued by then.
+  const queue: VeilEvent[] = [];
+  let wake = () => {};
+  const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, (event) => {
+    queue.push(event);
+    wake();
+  });
+  let receipt: Awaited<ReturnType<typeof runtime.sessions.send>>;
+  try {
+    receipt = await runtime.sessions.send(session.id, message, sendOptions);
+  } catch (error) {
+    unsubscribe();
+    throw error;
+  }
+  let result: RunResult | undefined;
+  receipt.result.then((r) => ((result = r), wake()), () => wake());
+  c.header("content-type", "text/event-stream; charset=utf-8");
+  c.header("cache-control", "no-cache");
+  return honoStream(c, async (out) => {
+    const encoder = createChunkEncoder(meta);
+    const write = (line: string) => out.write(line);
+    try {
+      for (;;) {
+        for (let event = queue.shift(); event; event = queue.shift()) for (const line of eventLines(event, encoder)) await write(line);
+        if (result) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+      const done = result!;
+      const end = done.stopReason === "error" && done.error
+        ? encoder.encode({ type: "error", error: { code: done.error.code as "LLM_ERROR", message: done.error.message, retryable: false }, usage: done.usage, partial: { content: done.content, thinking: null, toolCalls: [] }, model: meta.model })
+        : encoder.encode({ type: "done", message: { content: done.content, thinking: null, toolCalls: [] }, finishReason: finishOf(done), usage: done.usage, model: meta.model });
+      for (const chunk of end) await write(`data: ${JSON.stringify(chunk)}\n\n`);
+      await write("data: [DONE]\n\n");
+    } finally {
+      unsubscribe();
+    }
+  });
+}
+
+/** A session event as SSE lines: text and thinking as chunk deltas, tool activity as comments. */
+function eventLines(event: VeilEvent, encoder: ReturnType<typeof createChunkEncoder>): string[] {
+  const data = (delta: { type: "text" | "thinking"; delta: string }) => encoder.encode(delta).map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`);
+  const e = event as VeilEvent & Record<string, unknown>;
+  switch (event.type) {
+    case "chat.chunk":
+      return data({ type: "text", delta: String(e.content ?? "") });
+    case "thinking.chunk":
+      return data({ type: "thinking", delta: String(e.content ?? "") });
+    case "tool.start":
+      return [`: tool ${String(e.toolName)} ${oneLine(JSON.stringify(e.toolInput ?? {}))}\n\n`];
+    case "tool.end":
+      return [`: tool ${String(e.toolName)} ${e.success ? "ok" : "error"} ${Number(e.durationMs ?? 0)}ms ${oneLine(String(e.outputPreview ?? ""))}\n\n`];
+    default:
+      return [];
+  }
+}
+
+/** SSE comments end at a newline, and a chat UI only needs a glance: one line, at most 200 characters. */
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
+}
+
+async function openSession(state: ServerState, target: { agent: string; sessionId?: string }): Promise<SessionRow> {
+  const { sessions } = state.runtime;
+  if (!target.sessionId) return sessions.create({ agent: target.agent });
+  const session = await sessions.get(target.sessionId);
+  if (session.agent !== target.agent) {
+    throw new VeilError("VALIDATION_ERROR", `session "${session.id}" belongs to agent "${session.agent}", not "${target.agent}" (use model agent/${session.agent}/${session.id})`);
+  }
+  return session;
+}
+
+/** An OpenAI message content: a string or content parts (checked later, part by part). */
+function wireContent(content: unknown, where: string): ChatContent {
+  if (typeof content === "string" && content.length > 0) return content;
+  if (Array.isArray(content) && content.length > 0) return content as ChatPart[];
+  throw new VeilError("VALIDATION_ERROR", `${where}: a non-empty string or an array of content parts`);
+}
+
+/** Earlier turns of a new conversation, as one text part ahead of the user's message. */
+function withTranscript(earlier: WireMessage[], turn: ChatContent): ChatContent {
+  const lines = earlier.map((m) => `${m.role}: ${textOf(m.content)}`).filter((line) => !line.endsWith(": "));
+  if (lines.length === 0) return turn;
+  const context = `The conversation so far:\n\n${lines.join("\n\n")}\n\nThe user's new message follows.`;
+  return typeof turn === "string" ? `${context}\n\n${turn}` : [{ type: "text", text: context }, ...turn];
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((part) => (part?.type === "text" && typeof part.text === "string" ? part.text : part?.type ? `[${part.type}]` : "")).filter(Boolean).join(" ");
+}
+
+function finishOf(result: RunResult): string {
+  if (result.stopReason === "cancelled") return "stop";
+  return result.finishReason === "length" ? "length" : "stop";
+}
+
+const RUN_ERROR_STATUS: Record<string, ContentfulStatusCode> = { TIMEOUT: 504, CANCELLED: 409, CONTEXT_OVERFLOW: 400, CONFIG_ERROR: 400, AGENT_NOT_FOUND: 404 };
+function statusOfRunError(code: string): ContentfulStatusCode {
+  return RUN_ERROR_STATUS[code] ?? 502;
+}
