@@ -139,7 +139,9 @@ export class SessionManager {
    * `message` is text or OpenAI content parts (stored as chat-content.ts describes).
    */
   async send(id: string, message: ChatContent, options: SendOptions = {}): Promise<SendReceipt> {
-    const { content, meta } = toUserMessage(message, options.meta);
+    const user = toUserMessage(message, options.meta);
+    let content = user.content;
+    const meta = user.meta;
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (session.status === "suspended") throw new VeilError("SESSION_SUSPENDED", `session "${id}" is suspended; resume it first`);
