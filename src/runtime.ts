@@ -7,6 +7,7 @@ import { randomIds, type IdGenerator } from "./base/ids.js";
 import { createLogger, type Logger } from "./base/log.js";
 import { MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
+import { ClusterNode } from "./core/cluster/node.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -22,6 +23,7 @@ import { createLlmClient } from "./llm/fallback.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { openStore } from "./store/open.js";
+import { isClusterStore } from "./store/cluster.js";
 import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
 import type { ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
@@ -108,6 +110,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const agents = agentReader(config, log, options.reloadAgents !== false);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
   const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm, hooks });
+  // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
+  const cluster = mode === "serve" && isClusterStore(store) ? new ClusterNode({ store, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds }) : null;
+  if (cluster) sessions.setRunGate(cluster);
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({
@@ -115,6 +120,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock,
       log,
       minLoopSeconds: () => config.settings.wakeup?.minLoopSeconds ?? 10,
+      ...(cluster ? { claim: (sessionId: string, dueAt: number) => cluster.claimWakeup(sessionId, dueAt) } : {}),
       deliver: async (sessionId, message) => {
         await sessions.send(sessionId, message, { meta: { source: "wakeup" } });
       },
@@ -156,6 +162,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     start() {
       if (mode === "oneshot") return Promise.resolve();
       started ??= (async () => {
+        // 0. Cluster: listen for signals and hold leases before recovering anything.
+        await cluster?.start();
         // 1. Waiting async callers are re-attached before any run can answer them.
         await multiAgent.delivery.recover();
         // 2. Cut runs get placeholders for their open tool calls; their sessions go idle.
@@ -169,6 +177,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     },
     async close() {
       await sessions.shutdown();
+      await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.
       await claudeCli.shutdown();
       await events.flush();

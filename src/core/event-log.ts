@@ -34,6 +34,8 @@ export class EventLog implements EventSink {
   private queue: Pending[] = [];
   private running: Promise<void> | null = null;
   private readonly seqs = new Map<string, number>();
+  /** gseqs this process wrote, kept only for a cluster relay (core/cluster) to tell its own rows apart. */
+  private ownGseqs: Set<number> | null = null;
 
   constructor(private readonly deps: { store: Store; bus: EventBus; clock: Clock; log: Logger }) {}
 
@@ -51,6 +53,31 @@ export class EventLog implements EventSink {
   /** Resolves when everything published so far is stored and delivered. */
   async flush(): Promise<void> {
     while (this.running) await this.running;
+  }
+
+  /** Cluster hook: from now on remember the gseqs written here, for takeOwn(). */
+  trackOwnGseqs(): void {
+    this.ownGseqs ??= new Set();
+  }
+
+  /** True (once) when this process wrote the row with `gseq`. */
+  takeOwn(gseq: number): boolean {
+    return this.ownGseqs?.delete(gseq) ?? false;
+  }
+
+  /** Cluster hook: the session changed hands, so its next seq must be read from the store again. */
+  forgetSeq(sessionId: string): void {
+    this.seqs.delete(sessionId);
+  }
+
+  /** Cluster hook: hands a row another node stored to the local bus, as if published here. */
+  deliverStored(row: StoredEvent): VeilEvent {
+    const known = this.seqs.get(row.session_id);
+    if (known !== undefined && known < row.seq) this.seqs.set(row.session_id, row.seq);
+    const event = { ...(JSON.parse(row.data) as object), type: row.type, sessionId: row.session_id, seq: row.seq, gseq: row.gseq, ts: row.ts } as VeilEvent;
+    rememberWire(event, wireJson({ type: row.type, sessionId: row.session_id, seq: row.seq, gseq: row.gseq, ts: row.ts }, row.data));
+    this.deps.bus.deliver(event);
+    return event;
   }
 
   /** Stored events after `after` (seq with a session filter, else gseq), one page. */
@@ -110,6 +137,7 @@ export class EventLog implements EventSink {
       try {
         const written = await store.appendEvents([...rows.values()]);
         [...rows.keys()].forEach((p, i) => gseqs.set(p, written[i]!.gseq));
+        if (this.ownGseqs) for (const row of written) this.ownGseqs.add(row.gseq);
       } catch (error) {
         // Delivery goes on so a live client still sees it; the gap is visible on replay.
         log.error("event log append failed", { error: String(error), events: rows.size });

@@ -61,6 +61,17 @@ export interface SendReceipt {
 }
 
 /**
+ * Several nodes on one database (core/cluster): only the node holding a session's lease
+ * runs it. Absent on a single node, where every session runs here.
+ */
+export interface RunGate {
+  /** True when this node holds (or just took) the session's lease. */
+  acquire(sessionId: string): Promise<boolean>;
+  /** The result of the run on another node that consumes `messageId`. */
+  remoteResult(sessionId: string, messageId: string): Promise<RunResult>;
+}
+
+/**
  * Owns sessions at run time: one run per session at a time, a durable inbox for
  * messages that arrive mid-run (drained at the next iteration boundary),
  * cancel/suspend/resume/close, and recovery after a restart.
@@ -72,8 +83,14 @@ export class SessionManager {
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
   private stopping = false;
+  private gate: RunGate | null = null;
 
   constructor(private readonly deps: SessionManagerDeps) {}
+
+  /** Cluster hook: runs start only on the lease holder from now on. */
+  setRunGate(gate: RunGate): void {
+    this.gate = gate;
+  }
 
   async create(input: CreateSessionInput): Promise<SessionRow> {
     const agents = this.deps.agents();
@@ -161,7 +178,10 @@ export class SessionManager {
       throw error;
     }
     const delivery = live.run ? "queued" : "started";
-    if (!live.run) this.startRun(id, options);
+    if (!live.run) {
+      if (this.gate) void this.startIfOwner(id, live, messageId, options);
+      else this.startRun(id, options);
+    }
     return { messageId, delivery, result };
   }
 
@@ -243,20 +263,32 @@ export class SessionManager {
 
   /** After a restart: no run survives, dangling tool calls get placeholders. */
   async recoverRuns(): Promise<void> {
-    const { store, ids } = this.deps;
-    for (const session of await store.listSessions({ status: "running" })) {
-      await closeDanglingToolCalls(store, session.id, ids);
-      await store.updateSession(session.id, { status: "idle" });
+    for (const session of await this.deps.store.listSessions({ status: "running" })) {
+      if (!this.gate || (await this.gate.acquire(session.id))) await this.recoverRun(session.id);
     }
+  }
+
+  /** A run cut by a crash (here or on a dead node): placeholders for its open calls, session idle. */
+  async recoverRun(id: string): Promise<void> {
+    const { store, ids } = this.deps;
+    if (this.live.get(id)?.run) return;
+    await closeDanglingToolCalls(store, id, ids);
+    if ((await store.getSession(id))?.status === "running") await store.updateSession(id, { status: "idle" });
   }
 
   /** Starts runs for messages still waiting in the inbox (after recoverRuns; serve mode only). */
   async resumeInboxes(): Promise<void> {
-    const { store } = this.deps;
-    for (const id of await store.sessionsWithInbox()) {
-      const session = await store.getSession(id);
-      if (session && session.status === "idle" && !this.live.get(id)?.run) this.startRun(id, {});
+    for (const id of await this.deps.store.sessionsWithInbox()) {
+      if (!this.gate || (await this.gate.acquire(id))) await this.resumeInbox(id);
     }
+  }
+
+  /** Starts a run when the idle session has queued messages (cluster: the inbox signal, a takeover). */
+  async resumeInbox(id: string): Promise<void> {
+    if (this.stopping || this.live.get(id)?.run) return;
+    const session = await this.deps.store.getSession(id);
+    if (session?.status !== "idle" || this.live.get(id)?.run) return;
+    if ((await this.deps.store.listInbox(id)).length > 0 && !this.live.get(id)?.run) this.startRun(id, {});
   }
 
   /** Stops every run and disposes every session's resources (server shutdown). */
@@ -288,6 +320,21 @@ export class SessionManager {
     const row = await this.deps.store.updateSession(id, { status });
     await this.deps.events.publish(id, { type: "session.state", status, reason });
     return row;
+  }
+
+  /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
+  private async startIfOwner(id: string, live: LiveSession, messageId: string, perCall: SendOptions): Promise<void> {
+    try {
+      if (await this.gate!.acquire(id)) {
+        if (!live.run && !this.stopping) this.startRun(id, perCall);
+        return;
+      }
+      const result = await this.gate!.remoteResult(id, messageId);
+      live.pending.get(messageId)?.resolve(result);
+      live.pending.delete(messageId);
+    } catch (error) {
+      this.deps.log.warn("message could not be handed to the session's owner", { sessionId: id, error: String(error) });
+    }
   }
 
   /** Starts a run synchronously-registered, so a concurrent send sees it and queues. */

@@ -31,6 +31,11 @@ export interface WakeupServiceDeps {
   minLoopSeconds(): number;
   /** Puts `message` into the session as a new user turn (SessionManager.send). */
   deliver(sessionId: string, message: string): Promise<void>;
+  /**
+   * Several nodes (core/cluster): true for exactly one node per (session, due time); the
+   * others skip that firing. Absent on a single node.
+   */
+  claim?(sessionId: string, dueAt: number): Promise<boolean>;
   /** Delay before a schedule found overdue at start fires. default: 500 ms */
   startupDelayMs?: number;
 }
@@ -211,6 +216,12 @@ export class WakeupService implements Disposable {
     if (session.status === "suspended") return; // stays due; resumed() delivers it once
     // Claim before delivering, so the same due time cannot go out twice.
     this.delivered.set(sessionId, key);
+    if (this.deps.claim && !(await this.deps.claim(sessionId, row.next_fire_at))) {
+      // Another node delivers this one; a loop's next period is armed here too.
+      if (row.loop) this.schedule({ ...row, next_fire_at: nextLoopTime(row.next_fire_at, row.interval_ms, now) });
+      else this.clearTimer(sessionId);
+      return;
+    }
     if (row.loop) {
       const next: WakeupRow = { ...row, next_fire_at: nextLoopTime(row.next_fire_at, row.interval_ms, now) };
       await store.setWakeup(next);

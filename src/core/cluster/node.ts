@@ -1,0 +1,193 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Logger } from "../../base/log.js";
+import type { RunResult } from "../../engines/types.js";
+import type { ClusterSignal, ClusterStore, Lease, SignalSubscription } from "../../store/cluster.js";
+import type { Store, StoredEvent } from "../../store/store.js";
+import type { EventLog } from "../event-log.js";
+import type { RunGate, SessionManager } from "../session-manager.js";
+
+export interface ClusterNodeDeps {
+  store: Store & ClusterStore;
+  sessions: SessionManager;
+  events: EventLog;
+  log: Logger;
+  /** settings.cluster.leaseSeconds */
+  leaseSeconds: number;
+}
+
+const EVENT_PAGE = 1000;
+
+interface RemoteWaiter {
+  messageId: string;
+  resolve(result: RunResult): void;
+}
+
+/**
+ * One `veil serve` node among several on one PostgreSQL (CONTRACT §14). It holds leases on
+ * the sessions it runs (renewed by a heartbeat, released at shutdown), takes over sessions
+ * whose owner's lease expired, wakes the owner's run on the `inbox` signal, and relays
+ * events other nodes stored to the local bus so every node's SSE sees every session.
+ */
+export class ClusterNode implements RunGate {
+  readonly nodeId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  private readonly held = new Map<string, Lease>();
+  private readonly waiters = new Map<string, RemoteWaiter[]>();
+  private subscription: SignalSubscription | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private cursor = 0;
+  private relaying: Promise<void> | null = null;
+  private relayAgain = false;
+  private closed = false;
+
+  constructor(private readonly deps: ClusterNodeDeps) {
+    deps.events.trackOwnGseqs();
+  }
+
+  private get ttlMs(): number {
+    return Math.max(1, this.deps.leaseSeconds) * 1000;
+  }
+
+  /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */
+  async start(): Promise<void> {
+    const { store, log } = this.deps;
+    this.cursor = await store.lastEventGseq();
+    this.subscription = await store.subscribe((signal) => this.onSignal(signal), {
+      onReconnect: () => this.relayEvents(),
+      onError: (error) => log.warn("cluster signals: reconnect failed", { error: String(error) }),
+    });
+    const every = (ms: number, fn: () => Promise<void>) => {
+      const timer = setInterval(() => void fn().catch((error) => log.warn("cluster task failed", { error: String(error) })), ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(this.ttlMs / 3, () => this.heartbeat());
+    every(Math.max(250, this.ttlMs / 4), () => this.takeOver());
+    log.info("cluster node started", { nodeId: this.nodeId, leaseSeconds: this.deps.leaseSeconds });
+  }
+
+  async acquire(sessionId: string): Promise<boolean> {
+    if (this.closed) return false;
+    const lease = await this.deps.store.acquireLease(sessionId, this.nodeId, this.ttlMs);
+    if (!lease) return false;
+    const before = this.held.get(sessionId);
+    // Another node may have published for this session meanwhile: re-read its last seq.
+    if (!before || before.generation !== lease.generation) this.deps.events.forgetSeq(sessionId);
+    this.held.set(sessionId, lease);
+    return true;
+  }
+
+  remoteResult(sessionId: string, messageId: string): Promise<RunResult> {
+    return new Promise((resolve) => {
+      const list = this.waiters.get(sessionId) ?? [];
+      list.push({ messageId, resolve });
+      this.waiters.set(sessionId, list);
+    });
+  }
+
+  /** A claim shared by every node: true for one node per (session, due time). */
+  claimWakeup(sessionId: string, dueAt: number): Promise<boolean> {
+    return this.deps.store.claimWakeup(sessionId, dueAt, this.nodeId);
+  }
+
+  /** After sessions.shutdown(): stops listening and gives every held session up. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    await this.subscription?.close().catch(() => undefined);
+    await this.relaying?.catch(() => undefined);
+    await Promise.allSettled([...this.held.values()].map((lease) => this.deps.store.releaseLease(lease)));
+    this.held.clear();
+  }
+
+  private onSignal(signal: ClusterSignal): void {
+    if (this.closed) return;
+    if (signal.kind === "events") this.relayEvents();
+    else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
+      void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.closed || this.held.size === 0) return;
+    const renewed = await this.deps.store.renewLeases(this.nodeId, this.ttlMs);
+    const still = new Set(renewed.map((lease) => lease.sessionId));
+    for (const id of this.held.keys()) {
+      if (!still.has(id)) {
+        this.deps.log.warn("lost the lease of a session (another node took it over)", { sessionId: id, nodeId: this.nodeId });
+        this.held.delete(id);
+      }
+    }
+    for (const lease of renewed) this.held.set(lease.sessionId, lease);
+  }
+
+  /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
+  private async takeOver(): Promise<void> {
+    if (this.closed) return;
+    const { store, sessions, log } = this.deps;
+    for (const expired of await store.expiredLeases()) {
+      if (expired.nodeId === this.nodeId && this.held.has(expired.sessionId)) continue;
+      if (!(await this.acquire(expired.sessionId))) continue;
+      log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
+      await sessions.recoverRun(expired.sessionId);
+      await sessions.resumeInbox(expired.sessionId);
+    }
+  }
+
+  /** One relay at a time; a signal during a relay makes it page once more. */
+  private relayEvents(): void {
+    if (this.relaying) {
+      this.relayAgain = true;
+      return;
+    }
+    this.relaying = (async () => {
+      do {
+        this.relayAgain = false;
+        await this.relayPages();
+      } while (this.relayAgain && !this.closed);
+    })()
+      .catch((error) => this.deps.log.warn("cluster event relay failed", { error: String(error) }))
+      .finally(() => (this.relaying = null));
+  }
+
+  private async relayPages(): Promise<void> {
+    const { store, events } = this.deps;
+    for (;;) {
+      const rows = await store.listEventsGlobal({ after: this.cursor, limit: EVENT_PAGE });
+      // A local write whose rows this page already shows has its gseqs noted once it settles.
+      await events.flush();
+      for (const row of rows) {
+        this.cursor = row.gseq;
+        if (events.takeOwn(row.gseq)) continue;
+        const event = events.deliverStored(row);
+        if (event.type === "chat.done") await this.settleWaiters(row, event as Extract<typeof event, { type: "chat.done" }>);
+      }
+      if (rows.length < EVENT_PAGE) return;
+    }
+  }
+
+  /** A run on another node ended: messages sent here that it consumed get its result. */
+  private async settleWaiters(row: StoredEvent, done: { content: string | null; finishReason: string; stopReason: string; tokenUsage: RunResult["usage"]; messageId: string | null; cost_usd?: number; error?: { code: string; message: string } }): Promise<void> {
+    const list = this.waiters.get(row.session_id);
+    if (!list?.length) return;
+    const queued = new Set((await this.deps.store.listInbox(row.session_id)).map((item) => item.id));
+    const result: RunResult = {
+      content: done.content,
+      finishReason: done.finishReason,
+      stopReason: done.stopReason as RunResult["stopReason"],
+      messageId: done.messageId,
+      usage: done.tokenUsage,
+      iterations: 0,
+      ...(done.cost_usd !== undefined ? { costUsd: done.cost_usd } : {}),
+      ...(done.error ? { error: done.error } : {}),
+    };
+    const left = list.filter((waiter) => {
+      if (queued.has(waiter.messageId)) return true;
+      waiter.resolve(result);
+      return false;
+    });
+    if (left.length) this.waiters.set(row.session_id, left);
+    else this.waiters.delete(row.session_id);
+  }
+}
