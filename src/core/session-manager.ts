@@ -348,14 +348,21 @@ export class SessionManager {
     run.done = this.executeRun(id, live, run, perCall).finally(() => {
       if (live.run === run) live.run = null;
     });
-    void run.done.then(async () => {
-      // A message that arrived after the run's last boundary starts the next run.
-      if (this.stopping || live.closing || live.run) return;
+    void run.done.then(() => this.startQueued(id, live));
+  }
+
+  /** A message that arrived after the run's last boundary starts the next run. */
+  private async startQueued(id: string, live: LiveSession): Promise<void> {
+    if (this.stopping || live.closing || live.run) return;
+    try {
       const session = await this.deps.store.getSession(id);
       if (session?.status !== "idle") return;
       const inbox = await this.deps.store.listInbox(id);
-      if (inbox.length > 0 && !live.run) this.startRun(id, {});
-    });
+      if (inbox.length > 0 && !live.run && !this.stopping) this.startRun(id, {});
+    } catch (error) {
+      // The runtime may be closing its store meanwhile: the queued message stays durable for the next start.
+      this.deps.log.warn("could not check for queued messages after a run", { sessionId: id, error: String(error) });
+    }
   }
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
