@@ -7,6 +7,7 @@ import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
 import type { RunGate, SessionManager } from "../session-manager.js";
 import { ControlRelay, decodeAnswer } from "./control.js";
+import type { ClusterRemoteMethods } from "./remote-methods.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -43,6 +44,7 @@ export class ClusterNode implements RunGate {
   private readonly relay: ControlRelay;
   /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
   private readonly remoteResults = new WeakSet<RunResult>();
+  private remoteMethods: ClusterRemoteMethods | null = null;
 
   constructor(private readonly deps: ClusterNodeDeps) {
     deps.events.trackOwnGseqs();
@@ -53,12 +55,20 @@ export class ClusterNode implements RunGate {
     return Math.max(1, this.deps.leaseSeconds) * 1000;
   }
 
+  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
+  attachRemoteMethods(methods: ClusterRemoteMethods): void {
+    this.remoteMethods = methods;
+  }
+
   /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */
   async start(): Promise<void> {
     const { store, log } = this.deps;
     this.cursor = await store.lastEventGseq();
     this.subscription = await store.subscribe((signal) => this.onSignal(signal), {
-      onReconnect: () => this.relayEvents(),
+      onReconnect: () => {
+        this.relayEvents();
+        void this.remoteMethods?.recheck();
+      },
       onError: (error) => log.warn("cluster signals: reconnect failed", { error: String(error) }),
     });
     const every = (ms: number, fn: () => Promise<void>) => {
@@ -117,7 +127,10 @@ export class ClusterNode implements RunGate {
       }
       if (!(await this.acquire(sessionId))) continue;
       const cut = lease !== undefined && lease.nodeId !== this.nodeId && !lease.released;
-      if (cut) await this.deps.sessions.recoverRun(sessionId);
+      if (cut) {
+        await this.deps.sessions.recoverRun(sessionId);
+        await this.remoteMethods?.dropDeadNode(sessionId, lease.nodeId);
+      }
       const value = await this.actHere(sessionId, action, here);
       // Messages the dead owner left queued run here now (a suspended or closed session keeps them).
       if (cut) await this.deps.sessions.resumeInbox(sessionId);
@@ -156,6 +169,9 @@ export class ClusterNode implements RunGate {
     if (this.closed) return;
     if (signal.kind === "events") this.relayEvents();
     else if (signal.kind === "control") this.relay.onSignal(signal.sessionId, signal.action, signal.data);
+    else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
+      void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
+    }
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
@@ -183,6 +199,7 @@ export class ClusterNode implements RunGate {
       if (!(await this.acquire(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
+      await this.remoteMethods?.dropDeadNode(expired.sessionId, expired.nodeId);
       await sessions.resumeInbox(expired.sessionId);
     }
   }
