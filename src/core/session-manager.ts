@@ -90,6 +90,8 @@ const RUN_OPTIONS_KEY = "run_options";
 export class SessionManager {
   private readonly live = new Map<string, LiveSession>();
   private readonly observers = new Map<string, Set<RunObserver>>();
+  /** Observers of every session's runs (cluster: replies for messages other nodes sent). */
+  private readonly everyObservers = new Set<RunObserver>();
   private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
@@ -318,6 +320,12 @@ export class SessionManager {
     };
   }
 
+  /** Observes the runs of every session on this node. */
+  observeEvery(observer: RunObserver): () => void {
+    this.everyObservers.add(observer);
+    return () => void this.everyObservers.delete(observer);
+  }
+
   /** After a restart: no run survives, dangling tool calls get placeholders. */
   async recoverRuns(): Promise<void> {
     for (const session of await this.deps.store.listSessions({ status: "running" })) {
@@ -435,7 +443,7 @@ export class SessionManager {
       store,
       events,
       ids,
-      observers: () => [...(this.observers.get(id) ?? [])],
+      observers: () => (this.everyObservers.size > 0 ? [...(this.observers.get(id) ?? []), ...this.everyObservers] : [...(this.observers.get(id) ?? [])]),
       costOf: (usage, model) => priceOf(this.deps.config.models, usage, model ?? modelKey ?? ""),
       context: live.context,
     });
