@@ -543,6 +543,8 @@ export class SessionManager {
       if (waiter) {
         live.pending.delete(row.id);
         live.consumed.push(waiter.resolve);
+        // Sent here while another node held the session, run here after a takeover.
+        this.gate?.forgetRemoteResult(id, row.id);
       }
     }
     await recorder.drained(rows);

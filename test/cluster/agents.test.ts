@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { reply, type FakeLlm } from "../helpers/fake-llm.js";
-import { chat, clusterHarness, messages, post, watch } from "../helpers/cluster.js";
+import { chat, clusterHarness, eventually, messages, post, watch } from "../helpers/cluster.js";
 import type { SpawnedServer } from "../helpers/spawned-server.js";
 
 const cluster = clusterHarness("cluster/agents.test");
@@ -8,7 +8,7 @@ const cluster = clusterHarness("cluster/agents.test");
 type Sent = { role: string; content: string | null; tool_calls?: { function: { name: string } }[] };
 
 /**
- * P (the caller) says "sync <id>" or "async <id>" and calls agent_message; T answers "ping" with
+ * P (the caller) says "sync <id>", "async <id>" or "async2 <id>" (two async messages at once) and calls agent_message; T answers "ping" with
  * "pong", and "ping-async" after a sleep of `sleepSeconds` with "pong-async"; P says what its
  * tool returned, and "P saw the reply" when T's reply arrives as a new user message.
  */
@@ -18,10 +18,14 @@ function script(llm: FakeLlm, sleepSeconds: number): void {
     const last = sent.at(-1)!;
     const text = last.content ?? "";
     if (last.role === "tool") {
-      const tool = sent.at(-2)!.tool_calls![0]!.function.name;
+      const tool = sent.findLast((m) => m.role === "assistant")!.tool_calls![0]!.function.name;
       return reply().text(tool === "sleep" ? "pong-async" : `P got: ${text}`).stop();
     }
     const [verb, target] = text.split(" ");
+    if (verb === "async2") {
+      const send = { sessionId: target, message: "ping-async", async_inform: true };
+      return reply().tool("agent_message", send).tool("agent_message", send).stop();
+    }
     if (verb === "sync" || verb === "async") return reply().tool("agent_message", { sessionId: target, message: verb === "sync" ? "ping" : "ping-async", async_inform: verb === "async" }).stop();
     if (text.endsWith("]: ping")) return reply().text("pong").stop();
     if (text.endsWith("]: ping-async")) return reply().tool("sleep", { seconds: sleepSeconds }).stop();
@@ -60,6 +64,14 @@ describe.skipIf(!!cluster.unavailable)("agent_message across nodes", () => {
       expect.stringMatching(/\]: ping$/),
       expect.stringMatching(/\]: ping-async$/),
     ]);
+
+    // Two async messages at once: msg#1 and msg#2+. T's node applies the coincide rule to the
+    // follower (its reply would be msg#1's final text), so P gets one reply, not two.
+    const twice = await watch(a, (d) => d.type === "chat.done" && d.sessionId === p && d.content === "P saw the reply");
+    await chat(a, p, `async2 ${t}`);
+    await twice.done;
+    await eventually(async () => ((await messages(b, t)).some((m: any) => m.meta?.dispatch_role === "msg#2+" && m.meta?.coincided === true) ? true : undefined), "the follower to coincide");
+    expect(await replies(a, p, t)).toHaveLength(2);
   }, 60_000);
 
   it("the target's node answers an async message although the caller's node died meanwhile", async () => {

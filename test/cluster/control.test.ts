@@ -3,6 +3,8 @@ import { reply } from "../helpers/fake-llm.js";
 import { readSse } from "../helpers/sse-client.js";
 import { answer, chat, clusterHarness, eventually, json, messages, post, watch } from "../helpers/cluster.js";
 import type { SpawnedServer } from "../helpers/spawned-server.js";
+import { decodeAnswer, encodeAnswer } from "../../src/core/cluster/control.js";
+import { VeilError } from "../../src/errors.js";
 
 const cluster = clusterHarness("cluster/control.test");
 
@@ -50,6 +52,11 @@ describe.skipIf(!!cluster.unavailable)("session control and streamed chats acros
     // A still owns it: the next chat, sent to B, runs there and answers.
     cluster.llm().enqueue(reply().text("back").stop());
     expect((await chat(b!, second, "again")).content).toBe("back");
+    // Compact through B: A summarises (its live context) and B answers with A's outcome.
+    cluster.llm().enqueue(reply().text("the summary so far").stop());
+    const compacted = await control(b!, second, "compact");
+    expect(compacted).toMatchObject({ status: 200, body: { summaryMessageId: expect.any(String), tokensBefore: expect.any(Number) } });
+    expect((await messages(a!, second)).find((m: any) => m.id === compacted.body.summaryMessageId)?.content).toMatch(/the summary so far/);
   }, 60_000);
 
   it("close on a non-owner closes the owner's running session; with no live owner the receiving node acts", async () => {
@@ -93,4 +100,23 @@ describe.skipIf(!!cluster.unavailable)("session control and streamed chats acros
     expect(user.map((m: any) => m.meta)).toEqual([{ source: "http" }, { source: "http" }, { source: "http" }, { source: "http" }]);
     await eventually(async () => ((await json(a!.fetch(`/sessions/${session.id}`))).status === "idle" ? true : undefined), "the session to be idle");
   }, 60_000);
+});
+
+describe("control answers between nodes", () => {
+  it("carry the owner's value, its VeilError (code, status, message, details) and a non-VeilError as an internal error", () => {
+    const row = { id: "sess_1", status: "idle", token_usage: { total_tokens: 3 } };
+    expect(decodeAnswer(JSON.parse(JSON.stringify(encodeAnswer({ status: "fulfilled", value: row }))))).toEqual(row);
+    expect(decodeAnswer(encodeAnswer({ status: "fulfilled", value: undefined }))).toBeNull();
+    const owner = new VeilError("SESSION_CLOSED", 'session "sess_1" is closing', { details: { why: "test" } });
+    const crossed = JSON.parse(JSON.stringify(encodeAnswer({ status: "rejected", reason: owner })));
+    let thrown: unknown;
+    try {
+      decodeAnswer(crossed);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(VeilError);
+    expect(thrown).toMatchObject({ code: owner.code, status: owner.status, message: owner.message, details: owner.details });
+    expect(() => decodeAnswer(encodeAnswer({ status: "rejected", reason: new TypeError("boom") }))).toThrow(expect.objectContaining({ message: "boom", name: "Error" }));
+  });
 });

@@ -16,7 +16,7 @@ export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLengt
  *   `method.pending` / `method.done` for all sessions.
  * - `POST /remote-methods/:id/result` `{ result }` → `200 { ok: true, id }`, or
  *   `409 { error: "not_found" }` when the id is unknown, already answered or timed out.
- * - `GET /remote-methods/pending` → `{ pending: [ids] }`.
+ * - `GET /remote-methods/pending` → `{ pending: [ids] }` (several nodes: the whole service's).
  */
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
