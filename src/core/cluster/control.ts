@@ -7,23 +7,35 @@ import type { ClusterStore, ControlAction, LeaseInfo } from "../../store/cluster
 const ASK_AGAIN_MS = 1000;
 /** How long an owner remembers an answer, so a repeated request gets it again instead of acting twice. */
 const ANSWER_KEPT_MS = 60_000;
+/** NOTIFY payloads end at 8000 bytes; an answer past this is sent in a shorter form. */
+const MAX_ANSWER_CHARS = 6000;
 
 /** What the owner's action gave, in a form that crosses nodes as JSON. */
 export type ControlAnswer =
   | { value: unknown }
   | { error: { code: ErrorCode; message: string; status: number; details?: Record<string, unknown> } }
   /** Not a VeilError: the requester answers with the same 500 the owner's route would. */
-  | { internal: string };
+  | { internal: string }
+  /** A value too large for a signal (a session row with a long objective): the requester reads the row itself. */
+  | { reread: true };
 
 export function encodeAnswer(outcome: PromiseSettledResult<unknown>): ControlAnswer {
-  if (outcome.status === "fulfilled") return { value: outcome.value ?? null };
+  if (outcome.status === "fulfilled") {
+    const answer = { value: outcome.value ?? null };
+    return JSON.stringify(answer).length <= MAX_ANSWER_CHARS ? answer : { reread: true };
+  }
   const error = outcome.reason;
-  if (error instanceof VeilError) return { error: { code: error.code, message: error.message, status: error.status, ...(error.details ? { details: error.details } : {}) } };
-  return { internal: error instanceof Error ? error.message : String(error) };
+  if (error instanceof VeilError) {
+    const message = error.message.slice(0, MAX_ANSWER_CHARS / 2);
+    const details = error.details && JSON.stringify(error.details).length <= MAX_ANSWER_CHARS / 3 ? { details: error.details } : {};
+    return { error: { code: error.code, message, status: error.status, ...details } };
+  }
+  return { internal: (error instanceof Error ? error.message : String(error)).slice(0, MAX_ANSWER_CHARS / 2) };
 }
 
-/** The owner's value, or its error thrown again here. */
-export function decodeAnswer(answer: ControlAnswer): unknown {
+/** The owner's value, or its error thrown again here; `reread` reads the session row (the owner's write is committed). */
+export async function decodeAnswer(answer: ControlAnswer, reread: () => Promise<unknown>): Promise<unknown> {
+  if ("reread" in answer) return reread();
   if ("value" in answer) return answer.value;
   if ("error" in answer) throw new VeilError(answer.error.code, answer.error.message, { status: answer.error.status, details: answer.error.details });
   throw new Error(answer.internal);

@@ -122,7 +122,7 @@ export class ClusterNode implements RunGate {
       const lease = await this.deps.store.getLease(sessionId);
       if (lease?.live && lease.nodeId !== this.nodeId) {
         const answer = await this.relay.ask(sessionId, action, lease, () => this.closed);
-        if (answer !== "moved") return decodeAnswer(answer) as T;
+        if (answer !== "moved") return (await decodeAnswer(answer, () => this.deps.sessions.get(sessionId))) as T;
         continue;
       }
       if (!(await this.acquire(sessionId))) continue;
