@@ -85,7 +85,11 @@ export class SessionManager {
   private stopping = false;
   private gate: RunGate | null = null;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  private readonly setup: RunSetupDeps;
+
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+  }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
   setRunGate(gate: RunGate): void {
@@ -146,7 +150,7 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const turn = await prepareRun(this.deps, session, {}, live.resources);
+    const turn = await prepareRun(this.setup, session, {}, live.resources);
     return live.context.compactNow(turn.context, turn.rows, session.context_size);
   }
 
@@ -382,7 +386,7 @@ export class SessionManager {
     try {
       await live.context.quiet();
       const session = await this.get(id);
-      const turn = await prepareRun(this.deps, session, perCall, live.resources);
+      const turn = await prepareRun(this.setup, session, perCall, live.resources);
       modelKey = turn.modelKey;
       await this.setStatus(id, "running", "run started");
       const signal = run.controller.signal;
@@ -411,6 +415,7 @@ export class SessionManager {
           toolset: turn.toolset,
           usageBefore: session.token_usage ?? ZERO_USAGE,
           maxOutputTokens: turn.model.max_output_tokens,
+          compactThreshold: turn.context.settings.autoThreshold,
           budget: turn.budget,
           signal,
           engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
