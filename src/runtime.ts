@@ -127,6 +127,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     }),
   );
   sessions.onClose((id) => wakeups.closed(id));
+  // A dead node's schedules move with its sessions.
+  cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
   const remoteMethods = resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
   sessions.onClose((id) => void remoteMethods.cancelSession(id));

@@ -6,6 +6,7 @@ import type { ClusterSignal, ClusterStore, Lease, SignalSubscription } from "../
 import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
 import type { RunGate, SessionManager } from "../session-manager.js";
+import { RunFences, type RunFence } from "./fencing.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -38,10 +39,31 @@ export class ClusterNode implements RunGate {
   private cursor = 0;
   private relaying: Promise<void> | null = null;
   private relayAgain = false;
+  private signalled = 0;
+  private mustRead = false;
   private closed = false;
+  private readonly fences: RunFences;
+  private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
     deps.events.trackOwnGseqs();
+    this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
+    deps.events.setAppender((rows) => this.fences.appendEvents(rows));
+  }
+
+  /** Called after this node took a dead node's session over (and closed its cut run), e.g. to re-arm its wake-up. */
+  onTakeOver(listener: (sessionId: string) => Promise<void> | void): void {
+    this.takeOverListeners.push(listener);
+  }
+
+  holds(sessionId: string): boolean {
+    return this.held.has(sessionId);
+  }
+
+  /** The fence of a run starting here: the lease this node holds now, or undefined when it holds none. */
+  async openRun(sessionId: string): Promise<RunFence | undefined> {
+    if (!this.held.has(sessionId) && !(await this.acquire(sessionId))) return undefined;
+    return this.fences.open(this.held.get(sessionId)!);
   }
 
   private get ttlMs(): number {
@@ -103,7 +125,7 @@ export class ClusterNode implements RunGate {
 
   private onSignal(signal: ClusterSignal): void {
     if (this.closed) return;
-    if (signal.kind === "events") this.relayEvents();
+    if (signal.kind === "events") this.relayEvents(signal.gseq);
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
@@ -112,14 +134,23 @@ export class ClusterNode implements RunGate {
   private async heartbeat(): Promise<void> {
     if (this.closed || this.held.size === 0) return;
     const renewed = await this.deps.store.renewLeases(this.nodeId, this.ttlMs);
-    const still = new Set(renewed.map((lease) => lease.sessionId));
-    for (const id of this.held.keys()) {
-      if (!still.has(id)) {
-        this.deps.log.warn("lost the lease of a session (another node took it over)", { sessionId: id, nodeId: this.nodeId });
-        this.held.delete(id);
+    const still = new Map(renewed.map((lease) => [lease.sessionId, lease]));
+    for (const [id, lease] of this.held) {
+      const now = still.get(id);
+      if (!now || now.generation !== lease.generation) {
+        // A run here is stopped through its fence (which drops the session); otherwise drop it now.
+        if (!this.fences.lost(id, "the heartbeat found the lease held by another node")) this.dropSession(id);
       }
     }
-    for (const lease of renewed) this.held.set(lease.sessionId, lease);
+    for (const lease of renewed) if (this.held.has(lease.sessionId)) this.held.set(lease.sessionId, lease);
+  }
+
+  /** The session is another node's now: forget the lease and stop whatever of it runs here. */
+  private dropSession(sessionId: string): void {
+    const lease = this.held.get(sessionId);
+    this.held.delete(sessionId);
+    this.deps.log.warn("lost the lease of a session (another node took it over); stopping it here", { sessionId, nodeId: this.nodeId, generation: lease?.generation });
+    void this.deps.sessions.leaseLost(sessionId).catch((error) => this.deps.log.warn("could not stop a lost session", { sessionId, error: String(error) }));
   }
 
   /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
@@ -131,12 +162,20 @@ export class ClusterNode implements RunGate {
       if (!(await this.acquire(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
+      for (const listener of this.takeOverListeners) {
+        await Promise.resolve(listener(expired.sessionId)).catch((error) => log.warn("take-over listener failed", { sessionId: expired.sessionId, error: String(error) }));
+      }
       await sessions.resumeInbox(expired.sessionId);
     }
   }
 
-  /** One relay at a time; a signal during a relay makes it page once more. */
-  private relayEvents(): void {
+  /**
+   * One relay at a time; a signal during a relay makes it page once more. `signalled`: the
+   * gseq a signal named (absent after a reconnect: read whatever is there).
+   */
+  private relayEvents(signalled?: number): void {
+    if (signalled === undefined) this.mustRead = true;
+    else this.signalled = Math.max(this.signalled, signalled);
     if (this.relaying) {
       this.relayAgain = true;
       return;
@@ -153,9 +192,17 @@ export class ClusterNode implements RunGate {
 
   private async relayPages(): Promise<void> {
     const { store, events } = this.deps;
+    // A local write whose rows a page shows has its gseqs noted once it settles.
+    await events.flush();
+    // Only this node's own batches since the cursor: nothing to read (the common case for a busy owner).
+    if (!this.mustRead && this.signalled <= this.cursor) return;
+    if (!this.mustRead && events.takeOwnRange(this.cursor, this.signalled)) {
+      this.cursor = this.signalled;
+      return;
+    }
+    this.mustRead = false;
     for (;;) {
       const rows = await store.listEventsGlobal({ after: this.cursor, limit: EVENT_PAGE });
-      // A local write whose rows this page already shows has its gseqs noted once it settles.
       await events.flush();
       for (const row of rows) {
         this.cursor = row.gseq;
