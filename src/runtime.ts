@@ -128,6 +128,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     }),
   );
   sessions.onClose((id) => wakeups.closed(id));
+  // A dead node's schedules move with its sessions.
+  cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
   const remoteMethods = resources.get("remoteMethods", () => {
     if (!cluster || !isClusterStore(store)) return new RemoteMethodService({ events, clock });

@@ -19,6 +19,8 @@ import { createLiveSession, ENGINE_STATE_KEY, priceOf, settleRunContext, type Ac
 import type { LlmClient } from "../llm/types.js";
 import type { HookRunner } from "./hooks.js";
 import { recordSessionStart, screenPrompt, stopHook } from "./session-hooks.js";
+import type { RunFence } from "./cluster/fencing.js";
+import type { Store } from "../store/store.js";
 
 export type { RunObserver } from "./recorder.js";
 
@@ -77,6 +79,13 @@ export interface RunGate {
   forgetRemoteResult(sessionId: string, messageId: string): void;
   /** Runs `here` when this node owns the session (or may take it), else has the owner act and returns its answer. */
   control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T>;
+  /**
+   * The fence a run starting now writes its session through (its lease checked in every
+   * write, a signal aborted when the lease is lost); undefined when this node holds none.
+   */
+  openRun(sessionId: string): Promise<RunFence | undefined>;
+  /** True while this node holds the session's lease (as far as it knows). */
+  holds(sessionId: string): boolean;
 }
 
 /** Inbox meta key under which a message sent on a non-owner node keeps its per-call options for the owner's run. */
@@ -98,7 +107,11 @@ export class SessionManager {
   private stopping = false;
   private gate: RunGate | null = null;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  private readonly setup: RunSetupDeps;
+
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+  }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
   setRunGate(gate: RunGate): void {
@@ -163,7 +176,7 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const turn = await prepareRun(this.deps, session, {}, live.resources);
+    const turn = await prepareRun(this.setup, session, {}, live.resources);
     return live.context.compactNow(turn.context, turn.rows, session.context_size);
   }
 
@@ -357,6 +370,32 @@ export class SessionManager {
     if (inbox.length > 0 && !this.live.get(id)?.run && !this.stopping) this.startRun(id, runOptionsOf(inbox[0]!));
   }
 
+  /**
+   * Cluster: another node holds the session now. Its run here has been aborted through its
+   * fence; once it has stopped, the session's tools and shells on this node are disposed
+   * and messages sent here that no run consumed wait for the new owner's answer.
+   */
+  async leaseLost(id: string): Promise<void> {
+    const live = this.live.get(id);
+    if (!live) return;
+    await this.waitIdle(id);
+    if (this.live.get(id) !== live || live.run) return;
+    this.live.delete(id);
+    live.context.abandon(new VeilError("LEASE_LOST", `session "${id}" moved to another node`));
+    await live.resources.dispose();
+    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
+    live.pending.clear();
+    this.deps.log.warn("session moved to another node: its run, tools and shells here are stopped", { sessionId: id });
+  }
+
+  /** A run was about to start on a node that does not hold the session: the owner runs the inbox. */
+  private async notOwner(id: string, live: LiveSession): Promise<RunResult> {
+    this.deps.log.info("not starting a run: another node holds the session", { sessionId: id });
+    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
+    live.pending.clear();
+    return { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code: "LEASE_LOST", message: `session "${id}" is held by another node` } };
+  }
+
   /** Stops every run and disposes every session's resources (server shutdown). */
   async shutdown(): Promise<void> {
     this.stopping = true;
@@ -382,8 +421,8 @@ export class SessionManager {
     return live;
   }
 
-  private async setStatus(id: string, status: SessionStatus, reason: string): Promise<SessionRow> {
-    const row = await this.deps.store.updateSession(id, { status });
+  private async setStatus(id: string, status: SessionStatus, reason: string, store: Store = this.deps.store): Promise<SessionRow> {
+    const row = await store.updateSession(id, { status });
     await this.deps.events.publish(id, { type: "session.state", status, reason });
     return row;
   }
@@ -424,6 +463,8 @@ export class SessionManager {
   /** A message that arrived after the run's last boundary starts the next run. */
   private async startQueued(id: string, live: LiveSession): Promise<void> {
     if (this.stopping || live.closing || live.run) return;
+    // Cluster: a session this node lost (or never held) is run by its owner.
+    if (this.gate && !this.gate.holds(id)) return;
     try {
       const session = await this.deps.store.getSession(id);
       if (session?.status !== "idle") return;
@@ -436,7 +477,12 @@ export class SessionManager {
   }
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
-    const { store, clock, ids, log, events } = this.deps;
+    const { clock, ids, log, events } = this.deps;
+    // Cluster: the run writes its session through its lease's fence, and stops when the lease is lost.
+    const fence = this.gate ? await this.gate.openRun(id) : undefined;
+    if (this.gate && !fence) return this.notOwner(id, live);
+    fence?.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
+    const store = fence?.store ?? this.deps.store;
     let modelKey: string | undefined;
     const recorder = new RunRecorder({
       sessionId: id,
@@ -452,15 +498,15 @@ export class SessionManager {
     try {
       await live.context.quiet();
       const session = await this.get(id);
-      const turn = await prepareRun(this.deps, session, perCall, live.resources);
+      const turn = await prepareRun(this.setup, session, perCall, live.resources);
       modelKey = turn.modelKey;
-      await this.setStatus(id, "running", "run started");
+      await this.setStatus(id, "running", "run started", store);
       const signal = run.controller.signal;
       live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
       const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks: this.deps.hooks, sessionId: id };
       const io: RunIO = {
         executeTool: (call) => runToolCall(call, executor),
-        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
+        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder, store)),
         hasPendingInput: () => live.pending.size > 0,
         stopRequested: () => run.stopRequest,
         saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
@@ -481,6 +527,7 @@ export class SessionManager {
           toolset: turn.toolset,
           usageBefore: session.token_usage ?? ZERO_USAGE,
           maxOutputTokens: turn.model.max_output_tokens,
+          compactThreshold: turn.context.settings.autoThreshold,
           budget: turn.budget,
           signal,
           engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
@@ -494,23 +541,35 @@ export class SessionManager {
       if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
       result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
     }
+    if (fence?.lost) {
+      const reason = fence.signal.reason as Error;
+      result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code: "LEASE_LOST", message: reason.message } };
+    }
     this.deps.hooks?.runEnded(id);
     // A failed run answers every message waiting for it with its error; leaving them in the
-    // inbox would restart a run that fails the same way, over and over.
-    if (result.stopReason === "error") await this.drain(id, live, recorder).catch(() => []);
+    // inbox would restart a run that fails the same way, over and over. (A run cut by a lost
+    // lease leaves them to the new owner.)
+    if (result.stopReason === "error" && !fence?.lost) await this.drain(id, live, recorder, store).catch(() => []);
     await settleRunContext(id, live, recorder, log);
     // The summarizer's spend of that compaction is the turn's too.
     const spent = recorder.result().costUsd;
     if (spent !== undefined) result = { ...result, costUsd: spent };
-    await this.finishRun(id, live, run, result);
+    await this.finishRun(id, live, run, result, store, fence);
     return result;
   }
 
-  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult): Promise<void> {
-    const { store, events, log } = this.deps;
+  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult, store: Store, fence: RunFence | undefined): Promise<void> {
+    const { events, log } = this.deps;
+    fence?.close();
+    if (fence?.lost) {
+      // The session is another node's now: nothing more is written here, the waiters get the error.
+      for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
+      for (const resolve of live.consumed.splice(0)) resolve(result);
+      return;
+    }
     try {
       const session = await store.getSession(id);
-      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason);
+      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason, store);
     } catch (error) {
       log.warn("could not set session idle", { sessionId: id, error: String(error) });
     }
@@ -531,10 +590,10 @@ export class SessionManager {
   }
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */
-  private async drain(id: string, live: LiveSession, recorder: RunRecorder): Promise<MessageRow[]> {
-    const items = await this.deps.store.listInbox(id);
+  private async drain(id: string, live: LiveSession, recorder: RunRecorder, store: Store): Promise<MessageRow[]> {
+    const items = await store.listInbox(id);
     if (items.length === 0) return [];
-    const rows = await this.deps.store.deliverInbox(
+    const rows = await store.deliverInbox(
       id,
       items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) } })),
     );

@@ -8,6 +8,7 @@ import type { EventLog } from "../event-log.js";
 import type { RunGate, SessionManager } from "../session-manager.js";
 import { ControlRelay, decodeAnswer } from "./control.js";
 import type { ClusterRemoteMethods } from "./remote-methods.js";
+import { RunFences, type RunFence } from "./fencing.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -40,15 +41,36 @@ export class ClusterNode implements RunGate {
   private cursor = 0;
   private relaying: Promise<void> | null = null;
   private relayAgain = false;
+  private signalled = 0;
+  private mustRead = false;
   private closed = false;
   private readonly relay: ControlRelay;
   /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
   private readonly remoteResults = new WeakSet<RunResult>();
   private remoteMethods: ClusterRemoteMethods | null = null;
+  private readonly fences: RunFences;
+  private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
     deps.events.trackOwnGseqs();
     this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
+    this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
+    deps.events.setAppender((rows) => this.fences.appendEvents(rows));
+  }
+
+  /** Called after this node took a dead node's session over (and closed its cut run), e.g. to re-arm its wake-up. */
+  onTakeOver(listener: (sessionId: string) => Promise<void> | void): void {
+    this.takeOverListeners.push(listener);
+  }
+
+  holds(sessionId: string): boolean {
+    return this.held.has(sessionId);
+  }
+
+  /** The fence of a run starting here: the lease this node holds now, or undefined when it holds none. */
+  async openRun(sessionId: string): Promise<RunFence | undefined> {
+    if (!this.held.has(sessionId) && !(await this.acquire(sessionId))) return undefined;
+    return this.fences.open(this.held.get(sessionId)!);
   }
 
   private get ttlMs(): number {
@@ -167,7 +189,7 @@ export class ClusterNode implements RunGate {
 
   private onSignal(signal: ClusterSignal): void {
     if (this.closed) return;
-    if (signal.kind === "events") this.relayEvents();
+    if (signal.kind === "events") this.relayEvents(signal.gseq);
     else if (signal.kind === "control") this.relay.onSignal(signal.sessionId, signal.action, signal.data);
     else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
       void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
@@ -180,14 +202,23 @@ export class ClusterNode implements RunGate {
   private async heartbeat(): Promise<void> {
     if (this.closed || this.held.size === 0) return;
     const renewed = await this.deps.store.renewLeases(this.nodeId, this.ttlMs);
-    const still = new Set(renewed.map((lease) => lease.sessionId));
-    for (const id of this.held.keys()) {
-      if (!still.has(id)) {
-        this.deps.log.warn("lost the lease of a session (another node took it over)", { sessionId: id, nodeId: this.nodeId });
-        this.held.delete(id);
+    const still = new Map(renewed.map((lease) => [lease.sessionId, lease]));
+    for (const [id, lease] of this.held) {
+      const now = still.get(id);
+      if (!now || now.generation !== lease.generation) {
+        // A run here is stopped through its fence (which drops the session); otherwise drop it now.
+        if (!this.fences.lost(id, "the heartbeat found the lease held by another node")) this.dropSession(id);
       }
     }
-    for (const lease of renewed) this.held.set(lease.sessionId, lease);
+    for (const lease of renewed) if (this.held.has(lease.sessionId)) this.held.set(lease.sessionId, lease);
+  }
+
+  /** The session is another node's now: forget the lease and stop whatever of it runs here. */
+  private dropSession(sessionId: string): void {
+    const lease = this.held.get(sessionId);
+    this.held.delete(sessionId);
+    this.deps.log.warn("lost the lease of a session (another node took it over); stopping it here", { sessionId, nodeId: this.nodeId, generation: lease?.generation });
+    void this.deps.sessions.leaseLost(sessionId).catch((error) => this.deps.log.warn("could not stop a lost session", { sessionId, error: String(error) }));
   }
 
   /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
@@ -200,12 +231,20 @@ export class ClusterNode implements RunGate {
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
       await this.remoteMethods?.dropDeadNode(expired.sessionId, expired.nodeId);
+      for (const listener of this.takeOverListeners) {
+        await Promise.resolve(listener(expired.sessionId)).catch((error) => log.warn("take-over listener failed", { sessionId: expired.sessionId, error: String(error) }));
+      }
       await sessions.resumeInbox(expired.sessionId);
     }
   }
 
-  /** One relay at a time; a signal during a relay makes it page once more. */
-  private relayEvents(): void {
+  /**
+   * One relay at a time; a signal during a relay makes it page once more. `signalled`: the
+   * gseq a signal named (absent after a reconnect: read whatever is there).
+   */
+  private relayEvents(signalled?: number): void {
+    if (signalled === undefined) this.mustRead = true;
+    else this.signalled = Math.max(this.signalled, signalled);
     if (this.relaying) {
       this.relayAgain = true;
       return;
@@ -222,9 +261,17 @@ export class ClusterNode implements RunGate {
 
   private async relayPages(): Promise<void> {
     const { store, events } = this.deps;
+    // A local write whose rows a page shows has its gseqs noted once it settles.
+    await events.flush();
+    // Only this node's own batches since the cursor: nothing to read (the common case for a busy owner).
+    if (!this.mustRead && this.signalled <= this.cursor) return;
+    if (!this.mustRead && events.takeOwnRange(this.cursor, this.signalled)) {
+      this.cursor = this.signalled;
+      return;
+    }
+    this.mustRead = false;
     for (;;) {
       const rows = await store.listEventsGlobal({ after: this.cursor, limit: EVENT_PAGE });
-      // A local write whose rows this page already shows has its gseqs noted once it settles.
       await events.flush();
       for (const row of rows) {
         this.cursor = row.gseq;
