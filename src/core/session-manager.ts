@@ -4,11 +4,12 @@ import { VeilError } from "../errors.js";
 import type { Engine, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { ControlAction } from "../store/cluster.js";
-import type { InboxItem, MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
+import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { closeDanglingToolCalls } from "./history.js";
+import { runOptionsOf, withoutRunOptions, withRunOptions } from "./inbox-run-options.js";
 import { modeConfig } from "../tools/permissions.js";
 import { RunRecorder, type RunObserver } from "./recorder.js";
 import type { Resources } from "./resources.js";
@@ -88,8 +89,6 @@ export interface RunGate {
   holds(sessionId: string): boolean;
 }
 
-/** Inbox meta key under which a message sent on a non-owner node keeps its per-call options for the owner's run. */
-const RUN_OPTIONS_KEY = "run_options";
 
 /**
  * Owns sessions at run time: one run per session at a time, a durable inbox for
@@ -609,22 +608,4 @@ export class SessionManager {
     await recorder.drained(rows);
     return rows;
   }
-}
-
-/** The per-call options a run needs from a message that may start it on another node. */
-function withRunOptions(meta: Record<string, unknown> | null, options: SendOptions): Record<string, unknown> | null {
-  if (options.model === undefined && options.reasoning === undefined) return meta;
-  return { ...meta, [RUN_OPTIONS_KEY]: { ...(options.model !== undefined ? { model: options.model } : {}), ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}) } };
-}
-
-function runOptionsOf(item: InboxItem): SendOptions {
-  const stored = item.meta?.[RUN_OPTIONS_KEY] as SendOptions | undefined;
-  return stored && typeof stored === "object" ? { ...(stored.model ? { model: stored.model } : {}), ...(stored.reasoning ? { reasoning: stored.reasoning } : {}) } : {};
-}
-
-/** The history keeps the message's own meta; the run options were for the run only. */
-function withoutRunOptions(meta: Record<string, unknown> | null): Record<string, unknown> | null {
-  if (!meta || !(RUN_OPTIONS_KEY in meta)) return meta;
-  const { [RUN_OPTIONS_KEY]: _options, ...rest } = meta;
-  return Object.keys(rest).length > 0 ? rest : null;
 }

@@ -23,10 +23,10 @@ export interface ClusterNodes {
   stop(): Promise<void>;
 }
 
-/** `count` nodes on a fresh database of `pg`; leases last 2 s so takeovers are quick. */
-export async function startNodes(pg: PostgresCluster, count: number, settings: Record<string, unknown> = {}): Promise<ClusterNodes> {
+/** `count` nodes on a fresh database of `pg`; leases last 2 s so takeovers are quick. `files` go into the shared workspace. */
+export async function startNodes(pg: PostgresCluster, count: number, settings: Record<string, unknown> = {}, files: Record<string, string> = {}): Promise<ClusterNodes> {
   const url = await pg.createDatabase("cluster");
-  const ws = tmpWorkspace({ files: { ".veil/settings.json": JSON.stringify({ cluster: { leaseSeconds: 2 }, ...settings }) } });
+  const ws = tmpWorkspace({ files: { ".veil/settings.json": JSON.stringify({ cluster: { leaseSeconds: 2 }, ...settings }), ...files } });
   const llm = await startFakeLlm();
   const nodes: SpawnedServer[] = [];
   const cluster: ClusterNodes = {
