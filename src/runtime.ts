@@ -8,6 +8,7 @@ import { createLogger, type Logger } from "./base/log.js";
 import { MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode } from "./core/cluster/node.js";
+import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -130,7 +131,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   // A dead node's schedules move with its sessions.
   cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
-  const remoteMethods = resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  const remoteMethods = resources.get("remoteMethods", () => {
+    if (!cluster || !isClusterStore(store)) return new RemoteMethodService({ events, clock });
+    // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
+    const methods = new ClusterRemoteMethods({ events, clock, store, nodeId: cluster.nodeId, log });
+    cluster.attachRemoteMethods(methods);
+    return methods;
+  });
   sessions.onClose((id) => void remoteMethods.cancelSession(id));
   const streamTokens = new StreamTokens(clock);
   const multiAgent = resources.get("multiAgent", () => new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents }));

@@ -3,7 +3,8 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import type { Engine, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
-import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
+import type { ControlAction } from "../store/cluster.js";
+import type { InboxItem, MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
@@ -69,8 +70,15 @@ export interface SendReceipt {
 export interface RunGate {
   /** True when this node holds (or just took) the session's lease. */
   acquire(sessionId: string): Promise<boolean>;
-  /** The result of the run on another node that consumes `messageId`. */
+  /**
+   * The result of the run on another node that consumes `messageId`. The wait is registered
+   * before this returns, so a run that ends at once is not missed.
+   */
   remoteResult(sessionId: string, messageId: string): Promise<RunResult>;
+  /** This node runs the message after all: drop the wait remoteResult registered. */
+  forgetRemoteResult(sessionId: string, messageId: string): void;
+  /** Runs `here` when this node owns the session (or may take it), else has the owner act and returns its answer. */
+  control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T>;
   /**
    * The fence a run starting now writes its session through (its lease checked in every
    * write, a signal aborted when the lease is lost); undefined when this node holds none.
@@ -79,6 +87,9 @@ export interface RunGate {
   /** True while this node holds the session's lease (as far as it knows). */
   holds(sessionId: string): boolean;
 }
+
+/** Inbox meta key under which a message sent on a non-owner node keeps its per-call options for the owner's run. */
+const RUN_OPTIONS_KEY = "run_options";
 
 /**
  * Owns sessions at run time: one run per session at a time, a durable inbox for
@@ -94,7 +105,11 @@ export class SessionManager {
   private stopping = false;
   private gate: RunGate | null = null;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  private readonly setup: RunSetupDeps;
+
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+  }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
   setRunGate(gate: RunGate): void {
@@ -150,12 +165,16 @@ export class SessionManager {
    * its next boundary (or when its run ends); any other open session now.
    */
   async compact(id: string): Promise<CompactionOutcome> {
+    return this.routed(id, "compact", () => this.compactHere(id));
+  }
+
+  private async compactHere(id: string): Promise<CompactionOutcome> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const turn = await prepareRun(this.deps, session, {}, live.resources);
+    const turn = await prepareRun(this.setup, session, {}, live.resources);
     return live.context.compactNow(turn.context, turn.rows, session.context_size);
   }
 
@@ -181,7 +200,9 @@ export class SessionManager {
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
     try {
-      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
+      // Cluster: the owner may be another node, which starts the run from the inbox row alone.
+      const stored = this.gate ? withRunOptions(meta, options) : meta;
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: stored, created_at: new Date(this.deps.clock.now()).toISOString() });
     } catch (error) {
       live.pending.delete(messageId);
       throw error;
@@ -196,6 +217,10 @@ export class SessionManager {
 
   /** Cooperative cancel; resolves when the run has stopped. Idempotent. */
   async cancel(id: string): Promise<boolean> {
+    return this.routed(id, "cancel", () => this.cancelHere(id));
+  }
+
+  private async cancelHere(id: string): Promise<boolean> {
     await this.get(id);
     const run = this.live.get(id)?.run;
     if (!run) return false;
@@ -205,6 +230,10 @@ export class SessionManager {
   }
 
   async suspend(id: string): Promise<SessionRow> {
+    return this.routed(id, "suspend", () => this.suspendHere(id));
+  }
+
+  private async suspendHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     const run = this.live.get(id)?.run;
@@ -213,6 +242,10 @@ export class SessionManager {
   }
 
   async resume(id: string): Promise<SessionRow> {
+    return this.routed(id, "resume", () => this.resumeHere(id));
+  }
+
+  private async resumeHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (session.status !== "suspended") return session;
@@ -227,6 +260,34 @@ export class SessionManager {
 
   /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */
   async close(id: string): Promise<SessionRow> {
+    return this.routed(id, "close", () => this.closeHere(id));
+  }
+
+  /** The owner's side of a control request another node forwarded (core/cluster/control.ts). */
+  controlHere(id: string, action: ControlAction): Promise<unknown> {
+    switch (action) {
+      case "cancel":
+        return this.cancelHere(id);
+      case "suspend":
+        return this.suspendHere(id);
+      case "resume":
+        return this.resumeHere(id);
+      case "close":
+        return this.closeHere(id);
+      case "compact":
+        return this.compactHere(id);
+    }
+  }
+
+  /** Cluster: the action runs on the session's owner. A closed session has no live state anywhere: answered here. */
+  private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    if (!this.gate) return here();
+    const session = await this.get(id);
+    if (session.status === "closed") return here();
+    return this.gate.control(id, action, here);
+  }
+
+  private async closeHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") return session;
     const live = this.liveFor(id);
@@ -297,7 +358,8 @@ export class SessionManager {
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
     if (session?.status !== "idle" || this.live.get(id)?.run) return;
-    if ((await this.deps.store.listInbox(id)).length > 0 && !this.live.get(id)?.run) this.startRun(id, {});
+    const inbox = await this.deps.store.listInbox(id);
+    if (inbox.length > 0 && !this.live.get(id)?.run && !this.stopping) this.startRun(id, runOptionsOf(inbox[0]!));
   }
 
   /**
@@ -359,12 +421,16 @@ export class SessionManager {
 
   /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
   private async startIfOwner(id: string, live: LiveSession, messageId: string, perCall: SendOptions): Promise<void> {
+    const gate = this.gate!;
+    // Waiting first: the owner may run the message and end before acquire() answers here.
+    const remote = gate.remoteResult(id, messageId);
     try {
-      if (await this.gate!.acquire(id)) {
+      if (await gate.acquire(id)) {
+        gate.forgetRemoteResult(id, messageId);
         if (!live.run && !this.stopping) this.startRun(id, perCall);
         return;
       }
-      const result = await this.gate!.remoteResult(id, messageId);
+      const result = await remote;
       live.pending.get(messageId)?.resolve(result);
       live.pending.delete(messageId);
     } catch (error) {
@@ -424,7 +490,7 @@ export class SessionManager {
     try {
       await live.context.quiet();
       const session = await this.get(id);
-      const turn = await prepareRun(this.deps, session, perCall, live.resources);
+      const turn = await prepareRun(this.setup, session, perCall, live.resources);
       modelKey = turn.modelKey;
       await this.setStatus(id, "running", "run started", store);
       const signal = run.controller.signal;
@@ -453,6 +519,7 @@ export class SessionManager {
           toolset: turn.toolset,
           usageBefore: session.token_usage ?? ZERO_USAGE,
           maxOutputTokens: turn.model.max_output_tokens,
+          compactThreshold: turn.context.settings.autoThreshold,
           budget: turn.budget,
           signal,
           engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
@@ -520,7 +587,7 @@ export class SessionManager {
     if (items.length === 0) return [];
     const rows = await store.deliverInbox(
       id,
-      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: item.meta } })),
+      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) } })),
     );
     for (const row of rows) {
       const waiter = live.pending.get(row.id);
@@ -532,4 +599,22 @@ export class SessionManager {
     await recorder.drained(rows);
     return rows;
   }
+}
+
+/** The per-call options a run needs from a message that may start it on another node. */
+function withRunOptions(meta: Record<string, unknown> | null, options: SendOptions): Record<string, unknown> | null {
+  if (options.model === undefined && options.reasoning === undefined) return meta;
+  return { ...meta, [RUN_OPTIONS_KEY]: { ...(options.model !== undefined ? { model: options.model } : {}), ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}) } };
+}
+
+function runOptionsOf(item: InboxItem): SendOptions {
+  const stored = item.meta?.[RUN_OPTIONS_KEY] as SendOptions | undefined;
+  return stored && typeof stored === "object" ? { ...(stored.model ? { model: stored.model } : {}), ...(stored.reasoning ? { reasoning: stored.reasoning } : {}) } : {};
+}
+
+/** The history keeps the message's own meta; the run options were for the run only. */
+function withoutRunOptions(meta: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!meta || !(RUN_OPTIONS_KEY in meta)) return meta;
+  const { [RUN_OPTIONS_KEY]: _options, ...rest } = meta;
+  return Object.keys(rest).length > 0 ? rest : null;
 }

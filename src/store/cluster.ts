@@ -26,7 +26,8 @@ export interface LeaseInfo extends Lease {
   released: boolean;
 }
 
-export type ControlAction = "cancel" | "suspend" | "close";
+/** The per-session endpoints that act on the owner's live state (POST /sessions/:id/…, DELETE /sessions/:id). */
+export type ControlAction = "cancel" | "suspend" | "resume" | "close" | "compact";
 
 /**
  * Signals between nodes. They are hints, not data: each names what changed, and the
@@ -100,7 +101,7 @@ export interface ClusterStore {
 
   /** One LISTEN connection for every signal; reconnects with backoff on its own. */
   subscribe(onSignal: (signal: ClusterSignal) => void, options?: SubscribeOptions): Promise<SignalSubscription>;
-  /** Asks the owner of a session to cancel, suspend or close (delivered to every node). */
+  /** Asks the owner of a session to act (cancel, suspend, …); delivered to every node. */
   sendControl(sessionId: string, action: ControlAction, data?: Record<string, unknown>): Promise<void>;
 
   /** True for exactly one caller service-wide per (session, due time). */

@@ -161,7 +161,8 @@ export class SessionToolset {
       server.count++;
       perServer.set(tool.source.server, server);
     }
-    if (lines.length === 0 && mcpLines.length === 0) return "";
+    // Up front (claude-cli) every allowed custom tool is already callable with its full schema.
+    if (this.upFront || (lines.length === 0 && mcpLines.length === 0)) return "";
     const header = [
       "## Custom tools",
       "These tools exist but are not loaded. Call tool_search to read a tool's schema, then tool_activate to make it callable on your next step.",

@@ -2,10 +2,12 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "../../base/log.js";
 import type { RunResult } from "../../engines/types.js";
-import type { ClusterSignal, ClusterStore, Lease, SignalSubscription } from "../../store/cluster.js";
+import type { ClusterSignal, ClusterStore, ControlAction, Lease, SignalSubscription } from "../../store/cluster.js";
 import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
 import type { RunGate, SessionManager } from "../session-manager.js";
+import { ControlRelay, decodeAnswer } from "./control.js";
+import type { ClusterRemoteMethods } from "./remote-methods.js";
 import { RunFences, type RunFence } from "./fencing.js";
 
 export interface ClusterNodeDeps {
@@ -44,11 +46,16 @@ export class ClusterNode implements RunGate {
   /** When a heartbeat, takeover poll or listener reconnect last failed (epoch ms). */
   private unreachableAt = 0;
   private closed = false;
+  private readonly relay: ControlRelay;
+  /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
+  private readonly remoteResults = new WeakSet<RunResult>();
+  private remoteMethods: ClusterRemoteMethods | null = null;
   private readonly fences: RunFences;
   private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
     deps.events.trackOwnGseqs();
+    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
     this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
     deps.events.setAppender((rows) => this.fences.appendEvents(rows));
   }
@@ -72,12 +79,20 @@ export class ClusterNode implements RunGate {
     return Math.max(1, this.deps.leaseSeconds) * 1000;
   }
 
+  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
+  attachRemoteMethods(methods: ClusterRemoteMethods): void {
+    this.remoteMethods = methods;
+  }
+
   /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */
   async start(): Promise<void> {
     const { store, log } = this.deps;
     this.cursor = await store.lastEventGseq();
     this.subscription = await store.subscribe((signal) => this.onSignal(signal), {
-      onReconnect: () => this.relayEvents(),
+      onReconnect: () => {
+        this.relayEvents();
+        void this.remoteMethods?.recheck();
+      },
       onError: (error) => {
         this.unreachableAt = Date.now();
         log.warn("cluster signals: reconnect failed", { error: String(error) });
@@ -119,6 +134,55 @@ export class ClusterNode implements RunGate {
     });
   }
 
+  forgetRemoteResult(sessionId: string, messageId: string): void {
+    const left = (this.waiters.get(sessionId) ?? []).filter((waiter) => waiter.messageId !== messageId);
+    if (left.length) this.waiters.set(sessionId, left);
+    else this.waiters.delete(sessionId);
+  }
+
+  /** True for a result remoteResult gave: the run that consumed the message ran on another node. */
+  ranElsewhere(result: RunResult): boolean {
+    return this.remoteResults.has(result);
+  }
+
+  /**
+   * A control endpoint (cancel, suspend, resume, close, compact) for any session: the owner
+   * acts and its answer (value or error) is this node's; with no live owner this node takes
+   * the session (closing the run a dead owner cut) and acts itself.
+   */
+  async control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    for (;;) {
+      if (this.closed || this.held.has(sessionId)) return this.actHere(sessionId, action, here);
+      const lease = await this.deps.store.getLease(sessionId);
+      if (lease?.live && lease.nodeId !== this.nodeId) {
+        const answer = await this.relay.ask(sessionId, action, lease, () => this.closed);
+        if (answer !== "moved") return decodeAnswer(answer) as T;
+        continue;
+      }
+      if (!(await this.acquire(sessionId))) continue;
+      const cut = lease !== undefined && lease.nodeId !== this.nodeId && !lease.released;
+      if (cut) {
+        await this.deps.sessions.recoverRun(sessionId);
+        await this.remoteMethods?.dropDeadNode(sessionId, lease.nodeId);
+      }
+      const value = await this.actHere(sessionId, action, here);
+      // Messages the dead owner left queued run here now (a suspended or closed session keeps them).
+      if (cut) await this.deps.sessions.resumeInbox(sessionId);
+      return value;
+    }
+  }
+
+  /** A closed session needs no owner: its lease is given up, so heartbeats stop renewing it. */
+  private async actHere<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    const value = await here();
+    const lease = this.held.get(sessionId);
+    if (action === "close" && lease && !this.closed) {
+      this.held.delete(sessionId);
+      await this.deps.store.releaseLease(lease).catch((error) => this.deps.log.warn("could not release a closed session's lease", { sessionId, error: String(error) }));
+    }
+    return value;
+  }
+
   /** A claim shared by every node: true for one node per (session, due time). */
   claimWakeup(sessionId: string, dueAt: number): Promise<boolean> {
     return this.deps.store.claimWakeup(sessionId, dueAt, this.nodeId);
@@ -138,6 +202,10 @@ export class ClusterNode implements RunGate {
   private onSignal(signal: ClusterSignal): void {
     if (this.closed) return;
     if (signal.kind === "events") this.relayEvents(signal.gseq);
+    else if (signal.kind === "control") this.relay.onSignal(signal.sessionId, signal.action, signal.data);
+    else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
+      void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
+    }
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
@@ -177,6 +245,7 @@ export class ClusterNode implements RunGate {
       if (!(await this.acquire(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
+      await this.remoteMethods?.dropDeadNode(expired.sessionId, expired.nodeId);
       for (const listener of this.takeOverListeners) {
         await Promise.resolve(listener(expired.sessionId)).catch((error) => log.warn("take-over listener failed", { sessionId: expired.sessionId, error: String(error) }));
       }
@@ -244,6 +313,7 @@ export class ClusterNode implements RunGate {
       ...(done.cost_usd !== undefined ? { costUsd: done.cost_usd } : {}),
       ...(done.error ? { error: done.error } : {}),
     };
+    this.remoteResults.add(result);
     const left = list.filter((waiter) => {
       if (queued.has(waiter.messageId)) return true;
       waiter.resolve(result);
