@@ -1,27 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startPostgres, type PostgresCluster } from "../helpers/postgres.js";
-import { chat, clusterUnavailable, eventually, logLine, messages, post, reply, sessionRows, startNodes, watch, type ClusterNodes } from "../helpers/cluster-nodes.js";
+import { describe, expect, it } from "vitest";
+import { chat, clusterFile, clusterUnavailable, eventually, logLine, messages, post, reply, sessionRows, watch, type ClusterNodes } from "../helpers/cluster-nodes.js";
 
-if (clusterUnavailable) console.warn(`[cluster/fencing.test] skipping: ${clusterUnavailable}`);
+const file = clusterFile("fencing.test");
 
-let pg: PostgresCluster;
-let cluster: ClusterNodes | undefined;
-
-beforeAll(async () => {
-  if (!clusterUnavailable) pg = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await pg?.stop();
-});
-afterEach(async (context) => {
-  if (context.task.result?.state === "fail") for (const [i, node] of (cluster?.nodes ?? []).entries()) console.error(`node ${i} stderr:\n${node.stderr()}`);
-  await cluster?.stop();
-  cluster = undefined;
-});
 
 describe.skipIf(!!clusterUnavailable)("fencing: an owner that paused and lost its lease", () => {
   it("writes nothing more of the session after the takeover, stops its run, and stays healthy for other sessions", async () => {
-    cluster = await startNodes(pg, 2);
+    const cluster = await file.start(2);
     const [a, b] = cluster.nodes as [NonNullable<ClusterNodes["nodes"][0]>, NonNullable<ClusterNodes["nodes"][0]>];
     const { llm, url } = cluster;
     const session = await post(a, "/sessions");
@@ -68,7 +53,7 @@ describe.skipIf(!!clusterUnavailable)("fencing: an owner that paused and lost it
 
 describe.skipIf(!!clusterUnavailable)("takeover of a killed node's sessions", () => {
   it("re-arms the wake-up the dead node scheduled, and it fires once, on the node that took over", async () => {
-    cluster = await startNodes(pg, 2);
+    const cluster = await file.start(2);
     const [a, b] = cluster.nodes as [NonNullable<ClusterNodes["nodes"][0]>, NonNullable<ClusterNodes["nodes"][0]>];
     const { llm } = cluster;
     const session = await post(a, "/sessions");

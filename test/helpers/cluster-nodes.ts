@@ -3,7 +3,8 @@
  * the test/cluster files: each file owns its throwaway PostgreSQL cluster and its nodes.
  */
 import { reply, startFakeLlm, type FakeLlm } from "./fake-llm.js";
-import { postgresUnavailable, withClient, type PostgresCluster } from "./postgres.js";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { postgresUnavailable, startPostgres, withClient, type PostgresCluster } from "./postgres.js";
 import { readSse } from "./sse-client.js";
 import { built, spawnServer, type SpawnedServer } from "./spawned-server.js";
 import { tmpWorkspace, type TempWorkspace } from "./workspace.js";
@@ -99,4 +100,38 @@ export async function sessionRows(url: string, sessionId: string): Promise<Recor
     }
     return out;
   });
+}
+
+/**
+ * The hooks of one test/cluster file: its own PostgreSQL for the whole file, the nodes of
+ * each test stopped after it (their logs printed when it failed). `afterTest` runs first
+ * (e.g. restarting a database a test stopped).
+ */
+export function clusterFile(name: string, afterTest?: (pg: PostgresCluster) => Promise<void>) {
+  if (clusterUnavailable) console.warn(`[cluster/${name}] skipping: ${clusterUnavailable}`);
+  let pg: PostgresCluster | undefined;
+  let current: ClusterNodes | undefined;
+  beforeAll(async () => {
+    if (!clusterUnavailable) pg = await startPostgres();
+  }, 120_000);
+  afterAll(async () => {
+    await pg?.stop();
+  });
+  afterEach(async (context) => {
+    if (context.task.result?.state === "fail") for (const [i, node] of (current?.nodes ?? []).entries()) console.error(`node ${i} stderr:\n${node.stderr()}`);
+    if (pg) await afterTest?.(pg);
+    await current?.stop();
+    current = undefined;
+  });
+  return {
+    get pg(): PostgresCluster {
+      if (!pg) throw new Error("PostgreSQL is not running");
+      return pg;
+    },
+    /** `count` nodes for this test (see startNodes), stopped after it. */
+    async start(count: number, settings?: Record<string, unknown>): Promise<ClusterNodes> {
+      current = await startNodes(this.pg, count, settings);
+      return current;
+    },
+  };
 }

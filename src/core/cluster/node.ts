@@ -43,6 +43,8 @@ export class ClusterNode implements RunGate {
   private relayAgain = false;
   private signalled = 0;
   private mustRead = false;
+  /** When a heartbeat, takeover poll or listener reconnect last failed (epoch ms). */
+  private unreachableAt = 0;
   private closed = false;
   private readonly relay: ControlRelay;
   /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
@@ -91,10 +93,20 @@ export class ClusterNode implements RunGate {
         this.relayEvents();
         void this.remoteMethods?.recheck();
       },
-      onError: (error) => log.warn("cluster signals: reconnect failed", { error: String(error) }),
+      onError: (error) => {
+        this.unreachableAt = Date.now();
+        log.warn("cluster signals: reconnect failed", { error: String(error) });
+      },
     });
     const every = (ms: number, fn: () => Promise<void>) => {
-      const timer = setInterval(() => void fn().catch((error) => log.warn("cluster task failed", { error: String(error) })), ms);
+      const timer = setInterval(
+        () =>
+          void fn().catch((error) => {
+            this.unreachableAt = Date.now();
+            log.warn("cluster task failed", { error: String(error) });
+          }),
+        ms,
+      );
       timer.unref();
       this.timers.push(timer);
     };
@@ -224,6 +236,9 @@ export class ClusterNode implements RunGate {
   /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
   private async takeOver(): Promise<void> {
     if (this.closed) return;
+    // After this node could not reach the database, the owners could not either: their leases
+    // ran out together with ours. Give them a lease's time to renew before taking anything.
+    if (Date.now() - this.unreachableAt < this.ttlMs) return;
     const { store, sessions, log } = this.deps;
     for (const expired of await store.expiredLeases()) {
       if (expired.nodeId === this.nodeId && this.held.has(expired.sessionId)) continue;
