@@ -81,7 +81,8 @@ export interface ClusterStore {
   /** Gives the session up (clean stop); the generation is kept, so it is never reused. */
   releaseLease(lease: Lease): Promise<void>;
   /** Leases past their expiry that were not released: sessions of dead or stuck nodes. */
-  expiredLeases(): Promise<Lease[]>;
+  /** `graceMs`: only leases expired at least that long ago (an owner that stalled briefly renews first). */
+  expiredLeases(graceMs?: number): Promise<Lease[]>;
   getLease(sessionId: string): Promise<LeaseInfo | undefined>;
   /**
    * A Store whose writes for `lease.sessionId` each check, under a share lock on the lease

@@ -20,6 +20,8 @@ export interface ClusterNodeDeps {
 }
 
 const EVENT_PAGE = 1000;
+/** The longest wait past a lease's expiry before another node takes the session. */
+const TAKEOVER_GRACE_MAX_MS = 3000;
 
 interface RemoteWaiter {
   messageId: string;
@@ -240,7 +242,9 @@ export class ClusterNode implements RunGate {
     // ran out together with ours. Give them a lease's time to renew before taking anything.
     if (Date.now() - this.unreachableAt < this.ttlMs) return;
     const { store, sessions, log } = this.deps;
-    for (const expired of await store.expiredLeases()) {
+    // A lease is taken only once it has been expired for a while: an owner whose heartbeat
+    // came late (a loaded machine, a GC pause) renews it first and keeps its run.
+    for (const expired of await store.expiredLeases(Math.min(this.ttlMs / 2, TAKEOVER_GRACE_MAX_MS))) {
       if (expired.nodeId === this.nodeId && this.held.has(expired.sessionId)) continue;
       if (!(await this.acquire(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });

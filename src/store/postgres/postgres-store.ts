@@ -91,8 +91,8 @@ export class PostgresStore extends PgStore implements ClusterStore {
     await this.direct("release lease", lease.sessionId, (on) => on.run("releaseLease", [lease.sessionId, lease.nodeId, lease.generation]));
   }
 
-  async expiredLeases(): Promise<Lease[]> {
-    const { rows } = await this.direct("expired leases", undefined, (on) => on.run<RawLease>("expiredLeases", []));
+  async expiredLeases(graceMs = 0): Promise<Lease[]> {
+    const { rows } = await this.direct("expired leases", undefined, (on) => on.run<RawLease>("expiredLeases", [Math.max(0, graceMs)]));
     return rows.map(toLease);
   }
 
