@@ -151,6 +151,9 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
     maxTokens: request.maxOutputTokens,
     signal: request.signal,
   });
+  // Runs once the request is on its way (the stream's first step sends it): the first tool
+  // calls' start-up work then overlaps the model's time to answer.
+  setImmediate(() => request.toolset.warmUp());
   for await (const event of stream) {
     switch (event.type) {
       case "text":
