@@ -74,7 +74,7 @@ export async function prepareRun(
   const history = rowsToMessages(rows);
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary() });
   const services: ToolServices = { ...deps.services, toolset };
-  return {
+  const prepared: PreparedRun = {
     agent,
     modelKey,
     model,
@@ -110,6 +110,8 @@ export async function prepareRun(
       log,
     }),
   };
+  toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
+  return prepared;
 }
 
 /** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */
