@@ -8,6 +8,7 @@ import { BackgroundShell, backgroundShellId } from "./background-shell.js";
 import { snapshotCommand } from "./bash-script.js";
 import { PROCESS_GROUP, type Isolation } from "./isolation.js";
 import { PersistentShell, type RunOptions, type RunResult } from "./persistent-shell.js";
+import { gatedStart } from "./start-gate.js";
 
 /** Session resource key (`ctx.session.get(SHELLS_KEY, …)`). */
 export const SHELLS_KEY = "bash.shells";
@@ -152,13 +153,13 @@ export class ShellManager implements Disposable {
       });
     let shell = make();
     try {
-      await shell.start();
+      await gatedStart(() => shell.start());
     } catch (error) {
       // unshare passed the probe but failed here (e.g. a seccomp policy): fall back once.
       if (this.isolation.mode === "process-group") throw error;
       this.isolation = PROCESS_GROUP;
       shell = make();
-      await shell.start();
+      await gatedStart(() => shell.start());
     }
     if (this.disposed) {
       await shell.dispose();
