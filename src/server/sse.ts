@@ -2,6 +2,7 @@ import type { EventBus, EventFilter, VeilEvent } from "../base/events.js";
 import { eventWire } from "../base/event-wire.js";
 import type { EventLog } from "../core/event-log.js";
 import { VeilError } from "../errors.js";
+import { scheduleFlush } from "./sse-batch.js";
 
 /** Proxies drop idle streams; CONTRACT §6 asks for at least one keepalive every 15 s. */
 export const HEARTBEAT_MS = 15_000;
@@ -62,12 +63,25 @@ export function sseResponse(options: SseOptions): Response {
   let closed = false;
   let wakeReplay: (() => void) | null = null;
   const maxBytes = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+  // Frames not yet handed to the stream (see sse-batch.ts); they count as unread.
+  const pending: Uint8Array[] = [];
+  let pendingBytes = 0;
 
   const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
+        const batched = {
+          flush() {
+            if (closed || pending.length === 0) return;
+            const chunk = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+            pending.length = 0;
+            pendingBytes = 0;
+            controller.enqueue(chunk);
+          },
+        };
         const close = () => {
           if (closed) return;
+          batched.flush();
           closed = true;
           unsubscribe();
           clearInterval(heartbeat);
@@ -79,10 +93,14 @@ export function sseResponse(options: SseOptions): Response {
             // already closed by the consumer
           }
         };
+        /** Live frames wait for the next window; `force` (hello, initial, replay) goes at once and is never dropped. */
         const push = (bytes: Uint8Array, force = false) => {
           if (closed) return;
-          if (!force && (controller.desiredSize ?? 1) <= 0) return close();
-          controller.enqueue(bytes);
+          if (!force && (controller.desiredSize ?? 1) - pendingBytes <= 0) return close();
+          pending.push(bytes);
+          pendingBytes += bytes.length;
+          if (force) batched.flush();
+          else scheduleFlush(batched);
         };
         let lastId = options.lastEventId ?? 0;
         let held: VeilEvent[] | null = options.lastEventId !== undefined && options.log ? [] : null;
@@ -137,6 +155,7 @@ export function sseResponse(options: SseOptions): Response {
       },
       cancel() {
         closed = true;
+        pending.length = 0;
         unsubscribe();
         clearInterval(heartbeat);
         wakeReplay?.();

@@ -45,15 +45,7 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let stdout = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      stdout += d.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) resolve(match[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`veil serve exited (${code}) before listening: ${stderr}`)));
-  });
+  const url = await listeningUrl(child, () => stderr);
   return {
     url,
     child,
@@ -69,4 +61,17 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
       if (ownTmp) rmSync(ownTmp, { recursive: true, force: true });
     },
   };
+}
+
+/** The URL from `veil serve`'s "listening on …" line; rejects with its stderr if it exits first. */
+export function listeningUrl(child: ChildProcess, stderr: () => string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let stdout = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolve(match[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`veil serve exited (${code}) before listening: ${stderr()}`)));
+  });
 }

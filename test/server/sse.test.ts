@@ -82,4 +82,25 @@ describe("SSE streams", () => {
     const got = await reading;
     expect(got.map((e) => e.data?.content)).toEqual(["x"]);
   });
+
+  it("hands the events of one step to a client as one chunk, in order, and a later lone event on its own", async () => {
+    const controller = new AbortController();
+    const res = sseResponse({ bus, log, filter: { sessionId: "s" }, idField: "seq", signal: controller.signal });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    expect(decoder.decode((await reader.read()).value)).toBe(": connected\n\n");
+    // Published back to back, as the recorder does within one step: one write to the client, not twenty.
+    for (let i = 0; i < 19; i++) void log.publish("s", { type: "chat.chunk", content: `d${i}` });
+    await log.publish("s", { type: "session.state", status: "idle", reason: "step" });
+    const step = decoder.decode((await reader.read()).value);
+    const frames = step.split("\n\n").filter(Boolean);
+    expect(frames).toHaveLength(20);
+    expect(frames.slice(0, 19).map((f) => JSON.parse(f.slice("data: ".length)).content)).toEqual(Array.from({ length: 19 }, (_, i) => `d${i}`));
+    expect(frames[19]).toMatch(/^id: 1\ndata: \{"type":"session.state"/);
+    await log.publish("s", { type: "session.state", status: "running", reason: "next" });
+    const lone = decoder.decode((await reader.read()).value);
+    expect(lone).toMatch(/^id: 2\ndata: .*"reason":"next"\}\n\n$/);
+    controller.abort();
+    expect((await reader.read()).done).toBe(true);
+  });
 });

@@ -8,6 +8,7 @@ import { BackgroundShell, backgroundShellId } from "./background-shell.js";
 import { snapshotCommand } from "./bash-script.js";
 import { PROCESS_GROUP, type Isolation } from "./isolation.js";
 import { PersistentShell, type RunOptions, type RunResult } from "./persistent-shell.js";
+import { gatedStart } from "./start-gate.js";
 
 /** Session resource key (`ctx.session.get(SHELLS_KEY, …)`). */
 export const SHELLS_KEY = "bash.shells";
@@ -132,7 +133,7 @@ export class ShellManager implements Disposable {
     if (this.disposed || this.foreground || this.starting || this.spare) return Promise.resolve();
     const cwd = this.initialDir ?? this.options.workspace;
     const shell = this.makeShell(cwd);
-    this.spare = { cwd, shell, started: shell.start().then(() => true, () => false) };
+    this.spare = { cwd, shell, started: gatedStart(() => shell.start()).then(() => true, () => false) };
     return this.spare.started.then(() => undefined);
   }
 
@@ -194,13 +195,13 @@ export class ShellManager implements Disposable {
   private async startShell(cwd: string): Promise<PersistentShell> {
     let shell = this.makeShell(cwd);
     try {
-      await shell.start();
+      await gatedStart(() => shell.start());
     } catch (error) {
       // unshare passed the probe but failed here (e.g. a seccomp policy): fall back once.
       if (this.isolation.mode === "process-group") throw error;
       this.isolation = PROCESS_GROUP;
       shell = this.makeShell(cwd);
-      await shell.start();
+      await gatedStart(() => shell.start());
     }
     return shell;
   }

@@ -1,0 +1,76 @@
+import { median, withBaseline, type BenchResult } from "./types.js";
+import { createSession, percentile, startBenchServer, startLoadClient, startScriptedLlm, timedTurn } from "./serve-harness.js";
+
+const SESSIONS = Number(process.env.VEIL_BENCH_SESSIONS ?? 200);
+/** Each turn: short tool calls (bash, read_file, bash), then a short streamed answer. */
+const TOOL_STEPS = 3;
+const TEXT_CHUNKS = 5;
+const IDLE_PROBE_MS = 2000;
+const PROBE_PAUSE_MS = 10;
+
+/**
+ * SESSIONS sessions each start one turn at the same moment on one `veil serve`, while another
+ * process probes `/health` and `GET /sessions/:id`; baselines: the same probes with every
+ * session idle, and one turn alone.
+ */
+export async function run(): Promise<BenchResult[]> {
+  const llm = await startScriptedLlm({ toolSteps: TOOL_STEPS, textChunks: TEXT_CHUNKS });
+  const server = await startBenchServer({ llm, name: "concurrency", settings: { limits: { maxLiveSessions: SESSIONS + 50 } } });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < SESSIONS; i++) ids.push(await createSession(server));
+    const probePaths = ["/health", ...ids.slice(0, 20).map((id) => `/sessions/${id}`)];
+    const probeKeys = ["/health", "/sessions/:id"] as const;
+
+    // One session's turns alone (its first turn starts its shell), then idle probes.
+    const loneSession = await createSession(server);
+    await timedTurn(server, loneSession, "warm-up");
+    const lone: number[] = [];
+    for (let i = 0; i < 5; i++) lone.push(await timedTurn(server, loneSession, `alone ${i}`));
+    const idle = startLoadClient();
+    await idle.send({ cmd: "probe", url: server.url, secret: server.secret, paths: probePaths, pauseMs: PROBE_PAUSE_MS });
+    await new Promise((resolve) => setTimeout(resolve, IDLE_PROBE_MS));
+    const idleProbes = (await idle.stop()).probes;
+
+    const busy = startLoadClient();
+    await busy.send({ cmd: "probe", url: server.url, secret: server.secret, paths: probePaths, pauseMs: PROBE_PAUSE_MS });
+    const cpu0 = server.cpuSeconds();
+    const t0 = performance.now();
+    const turns = await Promise.all(ids.map((id, i) => timedTurn(server, id, `go ${i}`)));
+    const wallMs = performance.now() - t0;
+    const cpuSeconds = server.cpuSeconds() - cpu0;
+    const busyProbes = (await busy.stop()).probes;
+
+    const probeResult = (key: (typeof probeKeys)[number], name: string) =>
+      withBaseline({
+        name,
+        value: percentile(busyProbes[key] ?? [], 99),
+        unit: "ms",
+        baseline: { name: "all sessions idle", value: percentile(idleProbes[key] ?? [], 99) },
+        target: "≤ 100 ms",
+        note: `${busyProbes[key]?.length ?? 0} probes, p50 ${median(busyProbes[key] ?? []).toFixed(1)} ms`,
+      });
+    return [
+      probeResult("/health", `/health p99 while ${SESSIONS} sessions run a turn at once (${TOOL_STEPS} tool calls each)`),
+      probeResult("/sessions/:id", `GET /sessions/:id p99 while ${SESSIONS} sessions run`),
+      withBaseline({
+        name: `slowest of ${SESSIONS} concurrent turns`,
+        value: Math.max(...turns),
+        unit: "ms",
+        baseline: { name: "their median", value: median(turns) },
+        target: "≤ 2×",
+        note: `fastest ${Math.min(...turns).toFixed(0)} ms; all done in ${wallMs.toFixed(0)} ms, server CPU ${cpuSeconds.toFixed(2)} s`,
+      }),
+      withBaseline({
+        name: `median concurrent turn`,
+        value: median(turns),
+        unit: "ms",
+        baseline: { name: "one turn alone", value: median(lone) },
+        note: `${((wallMs / SESSIONS)).toFixed(1)} ms of wall time per turn`,
+      }),
+    ];
+  } finally {
+    await server.stop();
+    await llm.close();
+  }
+}
