@@ -192,6 +192,22 @@ export function signalTree(target: KillTarget, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * SIGTERMs every descendant of `pid` (not `pid` itself), e.g. the scripts ~/.bashrc runs,
+ * so they get to run their exit traps before the tree is SIGKILLed.
+ */
+export function terminateDescendants(pid: number): void {
+  const seen = new Set<number>();
+  const queue = childrenOf(pid);
+  while (queue.length > 0) {
+    const next = queue.shift()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    queue.push(...childrenOf(next));
+  }
+  for (const descendant of seen) signalQuietly(descendant, "SIGTERM");
+}
+
 /** How long killTree waits for stragglers before giving up. */
 const KILL_WAIT_MS = 3_000;
 const KILL_POLL_MS = 10;

@@ -4,7 +4,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock } from "../../../base/clock.js";
 import { checkScript, driverLine, initScript, readyLine } from "./bash-script.js";
-import { killTree, type Isolation, type KillTarget } from "./isolation.js";
+import { setTimeout as delay } from "node:timers/promises";
+import { killTree, terminateDescendants, type Isolation, type KillTarget } from "./isolation.js";
 import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";
 import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
 
@@ -12,6 +13,8 @@ import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
 export const READY_TIMEOUT_MS = 15_000;
 /** After the shell exits, how long we wait for its last output to drain. */
 const DRAIN_MS = 200;
+/** How long the scripts of a ~/.bashrc cut short get for their exit traps before the SIGKILL. */
+const RC_TERM_GRACE_MS = 50;
 /** Bound on what we keep of bash's own stderr (startup warnings, before `exec 2>&1`). */
 const STDERR_KEEP = 4_096;
 
@@ -71,6 +74,8 @@ export class PersistentShell {
   /** dispose() was called: this shell never starts (again). */
   private closed = false;
   private inFlight = 0;
+  /** Between spawning bash with ~/.bashrc and its ready line. */
+  private rcRunning = false;
   /** Set when ~/.bashrc kept bash from starting and we started without it. */
   bashrcSkipped = false;
   cwd: string;
@@ -129,7 +134,16 @@ export class PersistentShell {
 
   private async stop(): Promise<void> {
     this.dead = true;
-    if (this.child?.pid !== undefined) await killTree(this.target());
+    if (this.child?.pid !== undefined) {
+      // Stopped while ~/.bashrc runs: a SIGTERM first lets its scripts run their exit traps
+      // (pyenv's rehash holds a lock file that a SIGKILL would leave behind, stalling every
+      // later shell of the user for a minute). Interactive bash ignores it; the SIGKILL follows.
+      if (this.rcRunning) {
+        terminateDescendants(this.child.pid);
+        await delay(RC_TERM_GRACE_MS);
+      }
+      await killTree(this.target());
+    }
     await this.exited;
   }
 
@@ -168,6 +182,7 @@ export class PersistentShell {
     child.stdin.on("error", () => undefined);
 
     const token = randomBytes(12).toString("hex");
+    this.rcRunning = loadBashrc;
     return new Promise<boolean>((resolve) => {
       const cancelTimer = this.options.clock.setTimer(this.options.readyTimeoutMs ?? READY_TIMEOUT_MS, () => {
         this.pending = undefined;
@@ -179,6 +194,7 @@ export class PersistentShell {
         finish: (outcome, sentinel) => {
           cancelTimer();
           this.pending = undefined;
+          this.rcRunning = false;
           if (sentinel) this.cwd = sentinel.cwd;
           resolve(outcome === "completed");
         },
