@@ -144,26 +144,17 @@ type StreamOutcome =
 /** How long after a model request the turn's tool warm-up starts (see streamOnce). */
 const WARM_UP_DELAY_MS = 5;
 
-/** The stream's deltas as run events; its final event goes to `end`. */
-async function* relay(stream: AsyncIterable<StreamEvent>, end: (event: Extract<StreamEvent, { type: "done" | "error" }>) => void): AsyncGenerator<RunEvent> {
-  for await (const event of stream) {
-    switch (event.type) {
-      case "text":
-        yield { type: "text_delta", delta: event.delta };
-        break;
-      case "thinking":
-        yield { type: "thinking_delta", delta: event.delta };
-        break;
-      case "tool_call_start":
-        yield { type: "tool_call_started", id: event.id, name: event.name };
-        break;
-      case "done":
-      case "error":
-        end(event);
-        break;
-      default:
-        break;
-    }
+/** A stream event as the run event it relays, if any. */
+function runEvent(event: StreamEvent): RunEvent | undefined {
+  switch (event.type) {
+    case "text":
+      return { type: "text_delta", delta: event.delta };
+    case "thinking":
+      return { type: "thinking_delta", delta: event.delta };
+    case "tool_call_start":
+      return { type: "tool_call_started", id: event.id, name: event.name };
+    default:
+      return undefined;
   }
 }
 
@@ -182,7 +173,11 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
   // before then needed no warm-up: the next one of the turn may still use it.
   const warmUp = setTimeout(() => request.toolset.warmUp(), WARM_UP_DELAY_MS);
   try {
-    yield* relay(stream, (event) => (ended = event));
+    for await (const event of stream) {
+      const delta = runEvent(event);
+      if (delta) yield delta;
+      else if (event.type === "done" || event.type === "error") ended = event;
+    }
   } finally {
     clearTimeout(warmUp);
   }
