@@ -1,10 +1,6 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, mkdirSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createRuntime } from "../src/runtime.js";
 import { memoryLogger } from "../src/base/log.js";
 import type { LlmClient, StreamEvent } from "../src/llm/types.js";
@@ -90,53 +86,6 @@ async function loopOverhead(): Promise<BenchResult[]> {
   }
 }
 
-/** `veil run` cold start: spawn → first model request arrives at the fake server. */
-async function coldStart(): Promise<BenchResult[]> {
-  const main = fileURLToPath(new URL("../src/main.js", import.meta.url));
-  const workspace = mkdtempSync(join(tmpdir(), "veil-bench-cold-"));
-  mkdirSync(join(workspace, "home"), { recursive: true });
-  let arrived: (() => void) | undefined;
-  const server = createServer((req, res) => {
-    arrived?.();
-    req.resume();
-    req.on("end", () => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end('data: {"id":"x","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const measure = async (args: string[]) => {
-    const arrival = new Promise<number>((resolve) => (arrived = () => resolve(performance.now())));
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, {
-      cwd: workspace,
-      env: { ...process.env, VEIL_BASE_URL: `http://127.0.0.1:${port}/v1`, VEIL_API_KEY: "x", VEIL_MODEL: "m", VEIL_HOME: join(workspace, "home") },
-      stdio: "ignore",
-    });
-    const at = await arrival;
-    await new Promise((resolve) => child.on("exit", resolve));
-    return at - t0;
-  };
-  const veil: number[] = [];
-  const bare: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    veil.push(await measure([main, "run", "hello"]));
-    bare.push(await measure(["-e", `fetch("http://127.0.0.1:${port}/v1/chat/completions",{method:"POST",body:"{}"}).then(r=>r.text())`]));
-  }
-  server.close();
-  rmSync(workspace, { recursive: true, force: true });
-  return [
-    withBaseline({
-      name: "veil run cold start → first model request",
-      value: median(veil),
-      unit: "ms",
-      baseline: { name: "bare `node -e fetch(...)` to the same server", value: median(bare) },
-      target: "< 300 ms",
-    }),
-  ];
-}
-
 /** Heap per idle session that has had one turn. */
 async function idleSessionMemory(): Promise<BenchResult[]> {
   const workspace = mkdtempSync(join(tmpdir(), "veil-bench-mem-"));
@@ -163,5 +112,5 @@ async function idleSessionMemory(): Promise<BenchResult[]> {
 }
 
 export async function run(): Promise<BenchResult[]> {
-  return [...(await loopOverhead()), ...(await coldStart()), ...(await idleSessionMemory())];
+  return [...(await loopOverhead()), ...(await idleSessionMemory())];
 }

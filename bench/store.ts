@@ -101,7 +101,7 @@ export async function run(): Promise<BenchResult[]> {
 }
 
 /** Median gap between a model response's end and the next request, over 3 runs of STEPS tool steps. */
-async function stepOverhead(env: Record<string, string>): Promise<number> {
+export async function stepOverhead(env: Record<string, string>): Promise<number> {
   const workspace = mkdtempSync(join(tmpdir(), "veil-bench-step-"));
   try {
     const gaps: number[] = [];

@@ -7,9 +7,16 @@ const io: CliIo = {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
   env: process.env,
-  stdoutIsTTY: process.stdout.isTTY,
-  stderrIsTTY: process.stderr.isTTY,
-  stdinIsTTY: process.stdin.isTTY,
+  // Getters: touching process.stdin sets up a stream, which `veil run "prompt"` never needs.
+  get stdoutIsTTY() {
+    return process.stdout.isTTY;
+  },
+  get stderrIsTTY() {
+    return process.stderr.isTTY;
+  },
+  get stdinIsTTY() {
+    return process.stdin.isTTY;
+  },
   readStdin: async () => {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);

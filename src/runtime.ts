@@ -8,6 +8,7 @@ import { createLogger, type Logger } from "./base/log.js";
 import { MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode } from "./core/cluster/node.js";
+import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -18,7 +19,7 @@ import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
 import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
-import type { Engine } from "./engines/types.js";
+import type { Engine, RunResult } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
@@ -127,11 +128,24 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     }),
   );
   sessions.onClose((id) => wakeups.closed(id));
+  // A dead node's schedules move with its sessions.
+  cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
-  const remoteMethods = resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  const remoteMethods = resources.get("remoteMethods", () => {
+    if (!cluster || !isClusterStore(store)) return new RemoteMethodService({ events, clock });
+    // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
+    const methods = new ClusterRemoteMethods({ events, clock, store, nodeId: cluster.nodeId, log });
+    cluster.attachRemoteMethods(methods);
+    return methods;
+  });
   sessions.onClose((id) => void remoteMethods.cancelSession(id));
   const streamTokens = new StreamTokens(clock);
-  const multiAgent = resources.get("multiAgent", () => new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents }));
+  const multiAgent = resources.get("multiAgent", () => {
+    const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(cluster ? { ranElsewhere: (result: RunResult) => cluster.ranElsewhere(result) } : {}) });
+    // Several nodes: the node that runs a target answers its async messages, whoever sent them.
+    if (cluster) service.delivery.adoptForeignMessages();
+    return service;
+  });
   // Sub-agents live no longer than their parent: closing a session closes its descendants.
   sessions.onClose(async (parentId) => {
     for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
@@ -164,8 +178,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       started ??= (async () => {
         // 0. Cluster: listen for signals and hold leases before recovering anything.
         await cluster?.start();
-        // 1. Waiting async callers are re-attached before any run can answer them.
-        await multiAgent.delivery.recover();
+        // 1. Waiting async callers are re-attached before any run can answer them (several
+        //    nodes: adopted when drained instead, on whichever node runs the target).
+        if (!cluster) await multiAgent.delivery.recover();
         // 2. Cut runs get placeholders for their open tool calls; their sessions go idle.
         await sessions.recoverRuns();
         // 3. Stored wake-ups are re-armed (an overdue one fires once, into a valid history).

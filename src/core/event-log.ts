@@ -36,6 +36,8 @@ export class EventLog implements EventSink {
   private readonly seqs = new Map<string, number>();
   /** gseqs this process wrote, kept only for a cluster relay (core/cluster) to tell its own rows apart. */
   private ownGseqs: Set<number> | null = null;
+  /** Cluster: writes a batch through the runs' lease fences; a null row was refused (a lost lease). */
+  private appender: ((rows: NewStoredEvent[]) => Promise<(StoredEvent | null)[]>) | null = null;
 
   constructor(private readonly deps: { store: Store; bus: EventBus; clock: Clock; log: Logger }) {}
 
@@ -60,9 +62,23 @@ export class EventLog implements EventSink {
     this.ownGseqs ??= new Set();
   }
 
+  /** Cluster hook: batches are written by `append`; rows it refuses are neither stored nor delivered. */
+  setAppender(append: (rows: NewStoredEvent[]) => Promise<(StoredEvent | null)[]>): void {
+    this.appender = append;
+  }
+
   /** True (once) when this process wrote the row with `gseq`. */
   takeOwn(gseq: number): boolean {
     return this.ownGseqs?.delete(gseq) ?? false;
+  }
+
+  /** Cluster hook: true (and forgotten) when this process wrote every gseq in (after, upTo]: nothing there to relay. */
+  takeOwnRange(after: number, upTo: number): boolean {
+    const own = this.ownGseqs;
+    if (!own || upTo <= after || upTo - after > REPLAY_PAGE) return false;
+    for (let g = after + 1; g <= upTo; g++) if (!own.has(g)) return false;
+    for (let g = after + 1; g <= upTo; g++) own.delete(g);
+    return true;
   }
 
   /** Cluster hook: the session changed hands, so its next seq must be read from the store again. */
@@ -133,11 +149,16 @@ export class EventLog implements EventSink {
       rows.set(p, { session_id: p.sessionId, seq, type: p.body.type, ts: p.ts, data: payloadJson(p.body) });
     }
     const gseqs = new Map<Pending, number>();
+    const refused = new Set<Pending>();
     if (rows.size > 0) {
       try {
-        const written = await store.appendEvents([...rows.values()]);
-        [...rows.keys()].forEach((p, i) => gseqs.set(p, written[i]!.gseq));
-        if (this.ownGseqs) for (const row of written) this.ownGseqs.add(row.gseq);
+        const written = this.appender ? await this.appender([...rows.values()]) : await store.appendEvents([...rows.values()]);
+        [...rows.keys()].forEach((p, i) => {
+          const row = written[i];
+          if (row) gseqs.set(p, row.gseq);
+          else refused.add(p);
+        });
+        if (this.ownGseqs) for (const row of written) if (row) this.ownGseqs.add(row.gseq);
       } catch (error) {
         // Delivery goes on so a live client still sees it; the gap is visible on replay.
         log.error("event log append failed", { error: String(error), events: rows.size });
@@ -151,8 +172,13 @@ export class EventLog implements EventSink {
         const gseq = gseqs.get(p);
         if (gseq !== undefined) event.gseq = gseq;
       }
-      rememberWire(event, wireJson(event, row?.data ?? payloadJson(p.body)));
       p.settled = true;
+      if (refused.has(p)) {
+        // A run that lost its lease: the new owner's events are the session's now.
+        p.resolve(event);
+        continue;
+      }
+      rememberWire(event, wireJson(event, row?.data ?? payloadJson(p.body)));
       bus.deliver(event);
       p.resolve(event);
     }

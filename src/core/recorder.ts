@@ -68,6 +68,9 @@ export class RunRecorder {
         return this.toolProgress(event.callId, event.name, event.elapsedMs);
       case "tool_finished":
         return this.toolFinished(event.result, event.input);
+      case "context_compacted":
+        await events.publish(sessionId, { type: "session.compacted", reason: event.reason, tokensBefore: event.tokensBefore, tokensAfter: event.tokensAfter, summaryMessageId: null });
+        return;
       case "run_ended":
         this.ended = { stopReason: event.stopReason, ...(event.error ? { error: event.error } : {}) };
         return;

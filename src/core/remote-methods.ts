@@ -30,7 +30,7 @@ export interface RemoteMethodRequest {
   signal?: AbortSignal;
 }
 
-interface Waiter extends PendingMethod {
+export interface Waiter extends PendingMethod {
   resolve(value: unknown): void;
   reject(error: Error): void;
   cleanup(): void;
@@ -52,9 +52,9 @@ export interface RemoteMethodServiceDeps {
  * and publishes `method.done`, so nothing dangles whichever fires first.
  */
 export class RemoteMethodService implements RemoteMethods, Disposable {
-  private readonly pending = new Map<string, Waiter>();
+  protected readonly pending = new Map<string, Waiter>();
 
-  constructor(private readonly deps: RemoteMethodServiceDeps) {}
+  constructor(protected readonly deps: RemoteMethodServiceDeps) {}
 
   execute(request: RemoteMethodRequest): Promise<unknown> {
     const { sessionId, method, data, signal } = request;
@@ -64,7 +64,7 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
     const createdAt = new Date(this.deps.clock.now()).toISOString();
     return new Promise<unknown>((resolve, reject) => {
       let cancelTimer = () => {};
-      const onAbort = () => this.finish(id, false, abortError(method, signal!));
+      const onAbort = () => this.end(id, false, abortError(method, signal!));
       const waiter: Waiter = {
         id,
         sessionId,
@@ -80,10 +80,10 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
       };
       this.pending.set(id, waiter);
       cancelTimer = this.deps.clock.setTimer(timeoutMs, () =>
-        this.finish(id, true, new ToolError("TIMEOUT", `remote method "${method}" got no result within ${timeoutMs} ms (no UI answered POST /remote-methods/${id}/result)`)),
+        this.end(id, true, new ToolError("TIMEOUT", `remote method "${method}" got no result within ${timeoutMs} ms (no UI answered POST /remote-methods/${id}/result)`)),
       );
       signal?.addEventListener("abort", onAbort, { once: true });
-      void this.deps.events.publish(sessionId, { type: "method.pending", id, method, data, createdAt });
+      this.announce(waiter);
     });
   }
 
@@ -92,12 +92,25 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
     return this.finish(id, false, undefined, result);
   }
 
+  /** POST /remote-methods/:id/result: as resolve (several nodes: the first answer service-wide wins). */
+  async resolveResult(id: string, result: unknown): Promise<boolean> {
+    return this.resolve(id, result);
+  }
+
+  /** GET /remote-methods(/pending): the waiting methods, oldest first (several nodes: the whole service's). */
+  async listPending(): Promise<PendingMethod[]> {
+    return this.list();
+  }
+
   /** Ends every method of a session (session closed or cancelled); the waiting tools reject. */
   cancelSession(sessionId: string, reason = "session closed"): number {
     let count = 0;
     for (const waiter of [...this.pending.values()]) {
       if (waiter.sessionId !== sessionId) continue;
-      if (this.finish(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: ${reason}`))) count++;
+      if (this.pending.has(waiter.id)) {
+        this.end(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: ${reason}`));
+        count++;
+      }
     }
     return count;
   }
@@ -112,14 +125,24 @@ export class RemoteMethodService implements RemoteMethods, Disposable {
     return [...this.pending.values()].map(({ id, sessionId, method, data, createdAt }) => ({ id, sessionId, method, data, createdAt }));
   }
 
-  dispose(): void {
+  dispose(): void | Promise<void> {
     for (const waiter of [...this.pending.values()]) {
-      this.finish(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: server shutting down`));
+      this.end(waiter.id, false, new ToolError("CANCELLED", `remote method "${waiter.method}" ended: server shutting down`));
     }
   }
 
+  /** The method is waiting: UIs learn of it. */
+  protected announce(waiter: Waiter): void {
+    void this.deps.events.publish(waiter.sessionId, { type: "method.pending", id: waiter.id, method: waiter.method, data: waiter.data, createdAt: waiter.createdAt });
+  }
+
+  /** The method ends without a result (timeout, abort, session close, shutdown). */
+  protected end(id: string, timedOut: boolean, error: Error): void {
+    this.finish(id, timedOut, error);
+  }
+
   /** Removes the method (atomically: the map is the lock), publishes method.done, settles the waiter. */
-  private finish(id: string, timedOut: boolean, error?: Error, result?: unknown): boolean {
+  protected finish(id: string, timedOut: boolean, error?: Error, result?: unknown): boolean {
     const waiter = this.pending.get(id);
     if (!waiter) return false;
     this.pending.delete(id);

@@ -28,6 +28,8 @@ export interface RunSetupDeps {
   services: ToolServices;
   /** Agents are re-read per session so new agent folders show up without a restart. */
   agents(): Record<string, AgentConfig>;
+  /** Whether the engine of a model key registers every custom tool up front (see Engine.toolsUpFront). */
+  toolsUpFront?(modelKey: string): boolean;
 }
 
 /** Everything one turn needs, resolved once at its start. */
@@ -67,11 +69,12 @@ export async function prepareRun(
   const model = modelInfo(modelKey, config.models);
   const custom = await deps.customTools.discover(agent);
   const toolset = await SessionToolset.create({ builtins: deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
+  if (deps.toolsUpFront?.(modelKey)) toolset.registerAllUpFront();
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary() });
   const services: ToolServices = { ...deps.services, toolset };
-  return {
+  const prepared: PreparedRun = {
     agent,
     modelKey,
     model,
@@ -107,6 +110,8 @@ export async function prepareRun(
       log,
     }),
   };
+  toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
+  return prepared;
 }
 
 /** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */

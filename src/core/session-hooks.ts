@@ -5,11 +5,12 @@ import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
 
 /**
- * Message sources a person typed (the chat route, `veil run`, the library's `chat()`).
+ * Message sources a person typed (the chat route, `veil run`, the library's `chat()`, the
+ * OpenAI-wire `agent/<name>` route).
  * UserPromptSubmit screens only these: agent messages, wake-ups and Stop continuations are
  * the runtime talking to itself.
  */
-export const USER_PROMPT_SOURCES: ReadonlySet<string> = new Set(["http", "cli", "api"]);
+export const USER_PROMPT_SOURCES: ReadonlySet<string> = new Set(["http", "cli", "api", "openai"]);
 
 /** Meta of rows the hooks themselves add to a session. */
 export const hookMeta = (event: "SessionStart" | "Stop") => ({ source: "hook", hook: event });

@@ -3,11 +3,13 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import type { Engine, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
+import type { ControlAction } from "../store/cluster.js";
 import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { closeDanglingToolCalls } from "./history.js";
+import { runOptionsOf, withoutRunOptions, withRunOptions } from "./inbox-run-options.js";
 import { modeConfig } from "../tools/permissions.js";
 import { RunRecorder, type RunObserver } from "./recorder.js";
 import type { Resources } from "./resources.js";
@@ -18,6 +20,8 @@ import { createLiveSession, ENGINE_STATE_KEY, priceOf, settleRunContext, type Ac
 import type { LlmClient } from "../llm/types.js";
 import type { HookRunner } from "./hooks.js";
 import { recordSessionStart, screenPrompt, stopHook } from "./session-hooks.js";
+import type { RunFence } from "./cluster/fencing.js";
+import type { Store } from "../store/store.js";
 
 export type { RunObserver } from "./recorder.js";
 
@@ -67,9 +71,24 @@ export interface SendReceipt {
 export interface RunGate {
   /** True when this node holds (or just took) the session's lease. */
   acquire(sessionId: string): Promise<boolean>;
-  /** The result of the run on another node that consumes `messageId`. */
+  /**
+   * The result of the run on another node that consumes `messageId`. The wait is registered
+   * before this returns, so a run that ends at once is not missed.
+   */
   remoteResult(sessionId: string, messageId: string): Promise<RunResult>;
+  /** This node runs the message after all: drop the wait remoteResult registered. */
+  forgetRemoteResult(sessionId: string, messageId: string): void;
+  /** Runs `here` when this node owns the session (or may take it), else has the owner act and returns its answer. */
+  control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T>;
+  /**
+   * The fence a run starting now writes its session through (its lease checked in every
+   * write, a signal aborted when the lease is lost); undefined when this node holds none.
+   */
+  openRun(sessionId: string): Promise<RunFence | undefined>;
+  /** True while this node holds the session's lease (as far as it knows). */
+  holds(sessionId: string): boolean;
 }
+
 
 /**
  * Owns sessions at run time: one run per session at a time, a durable inbox for
@@ -79,13 +98,19 @@ export interface RunGate {
 export class SessionManager {
   private readonly live = new Map<string, LiveSession>();
   private readonly observers = new Map<string, Set<RunObserver>>();
+  /** Observers of every session's runs (cluster: replies for messages other nodes sent). */
+  private readonly everyObservers = new Set<RunObserver>();
   private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
   private stopping = false;
   private gate: RunGate | null = null;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  private readonly setup: RunSetupDeps;
+
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+  }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
   setRunGate(gate: RunGate): void {
@@ -141,12 +166,16 @@ export class SessionManager {
    * its next boundary (or when its run ends); any other open session now.
    */
   async compact(id: string): Promise<CompactionOutcome> {
+    return this.routed(id, "compact", () => this.compactHere(id));
+  }
+
+  private async compactHere(id: string): Promise<CompactionOutcome> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const turn = await prepareRun(this.deps, session, {}, live.resources);
+    const turn = await prepareRun(this.setup, session, {}, live.resources);
     return live.context.compactNow(turn.context, turn.rows, session.context_size);
   }
 
@@ -172,7 +201,9 @@ export class SessionManager {
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
     try {
-      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
+      // Cluster: the owner may be another node, which starts the run from the inbox row alone.
+      const stored = this.gate ? withRunOptions(meta, options) : meta;
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: stored, created_at: new Date(this.deps.clock.now()).toISOString() });
     } catch (error) {
       live.pending.delete(messageId);
       throw error;
@@ -187,6 +218,10 @@ export class SessionManager {
 
   /** Cooperative cancel; resolves when the run has stopped. Idempotent. */
   async cancel(id: string): Promise<boolean> {
+    return this.routed(id, "cancel", () => this.cancelHere(id));
+  }
+
+  private async cancelHere(id: string): Promise<boolean> {
     await this.get(id);
     const run = this.live.get(id)?.run;
     if (!run) return false;
@@ -196,6 +231,10 @@ export class SessionManager {
   }
 
   async suspend(id: string): Promise<SessionRow> {
+    return this.routed(id, "suspend", () => this.suspendHere(id));
+  }
+
+  private async suspendHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     const run = this.live.get(id)?.run;
@@ -204,6 +243,10 @@ export class SessionManager {
   }
 
   async resume(id: string): Promise<SessionRow> {
+    return this.routed(id, "resume", () => this.resumeHere(id));
+  }
+
+  private async resumeHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (session.status !== "suspended") return session;
@@ -218,6 +261,34 @@ export class SessionManager {
 
   /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */
   async close(id: string): Promise<SessionRow> {
+    return this.routed(id, "close", () => this.closeHere(id));
+  }
+
+  /** The owner's side of a control request another node forwarded (core/cluster/control.ts). */
+  controlHere(id: string, action: ControlAction): Promise<unknown> {
+    switch (action) {
+      case "cancel":
+        return this.cancelHere(id);
+      case "suspend":
+        return this.suspendHere(id);
+      case "resume":
+        return this.resumeHere(id);
+      case "close":
+        return this.closeHere(id);
+      case "compact":
+        return this.compactHere(id);
+    }
+  }
+
+  /** Cluster: the action runs on the session's owner. A closed session has no live state anywhere: answered here. */
+  private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    if (!this.gate) return here();
+    const session = await this.get(id);
+    if (session.status === "closed") return here();
+    return this.gate.control(id, action, here);
+  }
+
+  private async closeHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") return session;
     const live = this.liveFor(id);
@@ -261,6 +332,12 @@ export class SessionManager {
     };
   }
 
+  /** Observes the runs of every session on this node. */
+  observeEvery(observer: RunObserver): () => void {
+    this.everyObservers.add(observer);
+    return () => void this.everyObservers.delete(observer);
+  }
+
   /** After a restart: no run survives, dangling tool calls get placeholders. */
   async recoverRuns(): Promise<void> {
     for (const session of await this.deps.store.listSessions({ status: "running" })) {
@@ -288,7 +365,34 @@ export class SessionManager {
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
     if (session?.status !== "idle" || this.live.get(id)?.run) return;
-    if ((await this.deps.store.listInbox(id)).length > 0 && !this.live.get(id)?.run) this.startRun(id, {});
+    const inbox = await this.deps.store.listInbox(id);
+    if (inbox.length > 0 && !this.live.get(id)?.run && !this.stopping) this.startRun(id, runOptionsOf(inbox[0]!));
+  }
+
+  /**
+   * Cluster: another node holds the session now. Its run here has been aborted through its
+   * fence; once it has stopped, the session's tools and shells on this node are disposed
+   * and messages sent here that no run consumed wait for the new owner's answer.
+   */
+  async leaseLost(id: string): Promise<void> {
+    const live = this.live.get(id);
+    if (!live) return;
+    await this.waitIdle(id);
+    if (this.live.get(id) !== live || live.run) return;
+    this.live.delete(id);
+    live.context.abandon(new VeilError("LEASE_LOST", `session "${id}" moved to another node`));
+    await live.resources.dispose();
+    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
+    live.pending.clear();
+    this.deps.log.warn("session moved to another node: its run, tools and shells here are stopped", { sessionId: id });
+  }
+
+  /** A run was about to start on a node that does not hold the session: the owner runs the inbox. */
+  private async notOwner(id: string, live: LiveSession): Promise<RunResult> {
+    this.deps.log.info("not starting a run: another node holds the session", { sessionId: id });
+    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
+    live.pending.clear();
+    return { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code: "LEASE_LOST", message: `session "${id}" is held by another node` } };
   }
 
   /** Stops every run and disposes every session's resources (server shutdown). */
@@ -316,20 +420,24 @@ export class SessionManager {
     return live;
   }
 
-  private async setStatus(id: string, status: SessionStatus, reason: string): Promise<SessionRow> {
-    const row = await this.deps.store.updateSession(id, { status });
+  private async setStatus(id: string, status: SessionStatus, reason: string, store: Store = this.deps.store): Promise<SessionRow> {
+    const row = await store.updateSession(id, { status });
     await this.deps.events.publish(id, { type: "session.state", status, reason });
     return row;
   }
 
   /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
   private async startIfOwner(id: string, live: LiveSession, messageId: string, perCall: SendOptions): Promise<void> {
+    const gate = this.gate!;
+    // Waiting first: the owner may run the message and end before acquire() answers here.
+    const remote = gate.remoteResult(id, messageId);
     try {
-      if (await this.gate!.acquire(id)) {
+      if (await gate.acquire(id)) {
+        gate.forgetRemoteResult(id, messageId);
         if (!live.run && !this.stopping) this.startRun(id, perCall);
         return;
       }
-      const result = await this.gate!.remoteResult(id, messageId);
+      const result = await remote;
       live.pending.get(messageId)?.resolve(result);
       live.pending.delete(messageId);
     } catch (error) {
@@ -354,6 +462,8 @@ export class SessionManager {
   /** A message that arrived after the run's last boundary starts the next run. */
   private async startQueued(id: string, live: LiveSession): Promise<void> {
     if (this.stopping || live.closing || live.run) return;
+    // Cluster: a session this node lost (or never held) is run by its owner.
+    if (this.gate && !this.gate.holds(id)) return;
     try {
       const session = await this.deps.store.getSession(id);
       if (session?.status !== "idle") return;
@@ -366,14 +476,19 @@ export class SessionManager {
   }
 
   private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
-    const { store, clock, ids, log, events } = this.deps;
+    const { clock, ids, log, events } = this.deps;
+    // Cluster: the run writes its session through its lease's fence, and stops when the lease is lost.
+    const fence = this.gate ? await this.gate.openRun(id) : undefined;
+    if (this.gate && !fence) return this.notOwner(id, live);
+    fence?.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
+    const store = fence?.store ?? this.deps.store;
     let modelKey: string | undefined;
     const recorder = new RunRecorder({
       sessionId: id,
       store,
       events,
       ids,
-      observers: () => [...(this.observers.get(id) ?? [])],
+      observers: () => (this.everyObservers.size > 0 ? [...(this.observers.get(id) ?? []), ...this.everyObservers] : [...(this.observers.get(id) ?? [])]),
       costOf: (usage, model) => priceOf(this.deps.config.models, usage, model ?? modelKey ?? ""),
       context: live.context,
     });
@@ -382,15 +497,15 @@ export class SessionManager {
     try {
       await live.context.quiet();
       const session = await this.get(id);
-      const turn = await prepareRun(this.deps, session, perCall, live.resources);
+      const turn = await prepareRun(this.setup, session, perCall, live.resources);
       modelKey = turn.modelKey;
-      await this.setStatus(id, "running", "run started");
+      await this.setStatus(id, "running", "run started", store);
       const signal = run.controller.signal;
       live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
       const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks: this.deps.hooks, sessionId: id };
       const io: RunIO = {
         executeTool: (call) => runToolCall(call, executor),
-        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
+        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder, store)),
         hasPendingInput: () => live.pending.size > 0,
         stopRequested: () => run.stopRequest,
         saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
@@ -411,6 +526,7 @@ export class SessionManager {
           toolset: turn.toolset,
           usageBefore: session.token_usage ?? ZERO_USAGE,
           maxOutputTokens: turn.model.max_output_tokens,
+          compactThreshold: turn.context.settings.autoThreshold,
           budget: turn.budget,
           signal,
           engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
@@ -424,23 +540,35 @@ export class SessionManager {
       if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
       result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
     }
+    if (fence?.lost) {
+      const reason = fence.signal.reason as Error;
+      result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code: "LEASE_LOST", message: reason.message } };
+    }
     this.deps.hooks?.runEnded(id);
     // A failed run answers every message waiting for it with its error; leaving them in the
-    // inbox would restart a run that fails the same way, over and over.
-    if (result.stopReason === "error") await this.drain(id, live, recorder).catch(() => []);
+    // inbox would restart a run that fails the same way, over and over. (A run cut by a lost
+    // lease leaves them to the new owner.)
+    if (result.stopReason === "error" && !fence?.lost) await this.drain(id, live, recorder, store).catch(() => []);
     await settleRunContext(id, live, recorder, log);
     // The summarizer's spend of that compaction is the turn's too.
     const spent = recorder.result().costUsd;
     if (spent !== undefined) result = { ...result, costUsd: spent };
-    await this.finishRun(id, live, run, result);
+    await this.finishRun(id, live, run, result, store, fence);
     return result;
   }
 
-  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult): Promise<void> {
-    const { store, events, log } = this.deps;
+  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult, store: Store, fence: RunFence | undefined): Promise<void> {
+    const { events, log } = this.deps;
+    fence?.close();
+    if (fence?.lost) {
+      // The session is another node's now: nothing more is written here, the waiters get the error.
+      for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
+      for (const resolve of live.consumed.splice(0)) resolve(result);
+      return;
+    }
     try {
       const session = await store.getSession(id);
-      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason);
+      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason, store);
     } catch (error) {
       log.warn("could not set session idle", { sessionId: id, error: String(error) });
     }
@@ -461,18 +589,20 @@ export class SessionManager {
   }
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */
-  private async drain(id: string, live: LiveSession, recorder: RunRecorder): Promise<MessageRow[]> {
-    const items = await this.deps.store.listInbox(id);
+  private async drain(id: string, live: LiveSession, recorder: RunRecorder, store: Store): Promise<MessageRow[]> {
+    const items = await store.listInbox(id);
     if (items.length === 0) return [];
-    const rows = await this.deps.store.deliverInbox(
+    const rows = await store.deliverInbox(
       id,
-      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: item.meta } })),
+      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) } })),
     );
     for (const row of rows) {
       const waiter = live.pending.get(row.id);
       if (waiter) {
         live.pending.delete(row.id);
         live.consumed.push(waiter.resolve);
+        // Sent here while another node held the session, run here after a takeover.
+        this.gate?.forgetRemoteResult(id, row.id);
       }
     }
     await recorder.drained(rows);

@@ -136,6 +136,19 @@ export class WakeupService implements Disposable {
     }
   }
 
+  /**
+   * Cluster: this node took the session over from a dead node, which may have armed a
+   * schedule this node never saw; it is armed here now (an overdue one fires once, shortly).
+   */
+  async adopt(sessionId: string): Promise<void> {
+    await this.exclusive(sessionId, async () => {
+      const row = await this.deps.store.getWakeup(sessionId);
+      if (!row) return;
+      const overdue = row.next_fire_at <= this.deps.clock.now();
+      this.schedule(row, overdue ? (this.deps.startupDelayMs ?? DEFAULT_STARTUP_DELAY_MS) : 0);
+    });
+  }
+
   /** Session resumed: a schedule that came due while suspended is delivered now, once. */
   async resumed(sessionId: string): Promise<void> {
     await this.exclusive(sessionId, async () => {

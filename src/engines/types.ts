@@ -59,6 +59,8 @@ export type RunEvent =
   | { type: "tool_started"; call: ToolCallRequest; input: unknown }
   | { type: "tool_progress"; callId: string; name: string; elapsedMs: number }
   | { type: "tool_finished"; result: ToolCallResult; input: unknown }
+  /** The engine compacted its own conversation (claude-cli: the SDK's /compact) → session.compacted. */
+  | { type: "context_compacted"; reason: "auto" | "manual"; tokensBefore: number; tokensAfter: number }
   | { type: "run_ended"; stopReason: StopReason; error?: { code: string; message: string } };
 
 export interface RunRequest {
@@ -74,6 +76,8 @@ export interface RunRequest {
   /** Session usage before the run (for the token budget). */
   usageBefore: TokenUsage;
   maxOutputTokens?: number;
+  /** The session's compaction threshold (agent over settings, CONTRACT §11), for engines that compact on their own. */
+  compactThreshold?: number;
   signal: AbortSignal;
   /** What the engine saved for this session last time (e.g. an SDK conversation id). */
   engineState: Record<string, unknown> | null;
@@ -125,5 +129,10 @@ export interface RunIO {
 export interface Engine {
   readonly name: string;
   handles(modelKey: string): boolean;
+  /**
+   * True for an engine that registers every custom tool at the start of a run (claude-cli):
+   * the system prompt then carries no "not loaded" summary of tier-2 tools.
+   */
+  readonly toolsUpFront?: boolean;
   run(request: RunRequest, io: RunIO): AsyncIterable<RunEvent>;
 }

@@ -1,4 +1,4 @@
-import type { Store } from "./store.js";
+import type { NewStoredEvent, Store, StoredEvent } from "./store.js";
 
 /**
  * What several `veil serve` nodes on one database need from the store (CONTRACT §14),
@@ -26,7 +26,8 @@ export interface LeaseInfo extends Lease {
   released: boolean;
 }
 
-export type ControlAction = "cancel" | "suspend" | "close";
+/** The per-session endpoints that act on the owner's live state (POST /sessions/:id/…, DELETE /sessions/:id). */
+export type ControlAction = "cancel" | "suspend" | "resume" | "close" | "compact";
 
 /**
  * Signals between nodes. They are hints, not data: each names what changed, and the
@@ -80,20 +81,28 @@ export interface ClusterStore {
   /** Gives the session up (clean stop); the generation is kept, so it is never reused. */
   releaseLease(lease: Lease): Promise<void>;
   /** Leases past their expiry that were not released: sessions of dead or stuck nodes. */
-  expiredLeases(): Promise<Lease[]>;
+  /** `graceMs`: only leases expired at least that long ago (an owner that stalled briefly renews first). */
+  expiredLeases(graceMs?: number): Promise<Lease[]>;
   getLease(sessionId: string): Promise<LeaseInfo | undefined>;
   /**
-   * A Store whose writes for `lease.sessionId` each run in a transaction that first checks,
-   * under a share lock on the lease row, that the lease still has this node and generation;
-   * otherwise they fail with LEASE_LOST and write nothing. A takeover waits for such a
+   * A Store whose writes for `lease.sessionId` each check, under a share lock on the lease
+   * row and atomically with the write (inside its one statement, or first in its
+   * transaction), that the lease still has this node and generation; otherwise they fail
+   * with LEASE_LOST (`details.sessionId`) and write nothing. A takeover waits for such a
    * write to commit, so an old owner can never write after losing the session.
    * Inbox additions and audit rows are never fenced (anyone may post to a session).
    */
   fenced(lease: Lease): Store;
+  /**
+   * One event batch whose rows may belong to several runs of this node: every lease is
+   * checked inside the one statement. A lost one refuses the whole batch with LEASE_LOST,
+   * `details.sessionId` naming its session, so the caller can drop those rows and retry.
+   */
+  appendEventsFenced(events: readonly NewStoredEvent[], leases: readonly Lease[]): Promise<StoredEvent[]>;
 
   /** One LISTEN connection for every signal; reconnects with backoff on its own. */
   subscribe(onSignal: (signal: ClusterSignal) => void, options?: SubscribeOptions): Promise<SignalSubscription>;
-  /** Asks the owner of a session to cancel, suspend or close (delivered to every node). */
+  /** Asks the owner of a session to act (cancel, suspend, …); delivered to every node. */
   sendControl(sessionId: string, action: ControlAction, data?: Record<string, unknown>): Promise<void>;
 
   /** True for exactly one caller service-wide per (session, due time). */

@@ -2,7 +2,8 @@ import type { AgentConfig, ModeConfig } from "../config/types.js";
 import { isToolAllowed, isToolAllowedWithCustom, matchesToolEntry, modeConfig, permissionMessage } from "./permissions.js";
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
-import type { Logger, RegisteredTool } from "./types.js";
+import { precompiledValidators } from "../base/validation.js";
+import type { Logger, RegisteredTool, ToolContext } from "./types.js";
 
 /** Where custom tools come from (tool folders, MCP servers). */
 export interface CustomToolSource {
@@ -63,6 +64,7 @@ export class SessionToolset {
   private readonly activated = new Set<string>();
   private specCache: LlmToolSpec[] | null = null;
   private upFront = false;
+  private warmUpContext?: (call: { id: string; name: string }) => ToolContext;
 
   private constructor(
     private readonly builtins: ReadonlyMap<string, RegisteredTool>,
@@ -161,7 +163,8 @@ export class SessionToolset {
       server.count++;
       perServer.set(tool.source.server, server);
     }
-    if (lines.length === 0 && mcpLines.length === 0) return "";
+    // Up front (claude-cli) every allowed custom tool is already callable with its full schema.
+    if (this.upFront || (lines.length === 0 && mcpLines.length === 0)) return "";
     const header = [
       "## Custom tools",
       "These tools exist but are not loaded. Call tool_search to read a tool's schema, then tool_activate to make it callable on your next step.",
@@ -216,6 +219,31 @@ export class SessionToolset {
   builtinTools(): RegisteredTool[] {
     return [...this.builtins.values()];
   }
+  /** Arms warmUp(): `context` makes the ToolContext a tool's warm-up gets. */
+  prepareWarmUp(context: (call: { id: string; name: string }) => ToolContext): void {
+    this.warmUpContext = context;
+  }
+
+  /**
+   * Once per toolset (one turn), when the engine's first model request is out: loads the
+   * built-in validators' index and runs the warm-up of every built-in tool this session may
+   * call (bash starts its shell), so first calls cost what later ones do.
+   */
+  warmUp(): void {
+    const context = this.warmUpContext;
+    this.warmUpContext = undefined;
+    if (!context) return;
+    precompiledValidators();
+    for (const tool of this.builtins.values()) {
+      if (!tool.warmUp || !this.allowed(tool.name)) continue;
+      try {
+        tool.warmUp(context({ id: `warm-up-${tool.name}`, name: tool.name }));
+      } catch {
+        // Best effort: whatever failed here fails again, reported, in the real call.
+      }
+    }
+  }
+
 }
 
 /** preActivatedTools entries with `mcp__<server>__*`-style patterns replaced by the custom tools they name. */

@@ -91,6 +91,8 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   /** True when the tool changes nothing (lets the loop run it in parallel freely). */
   readOnly?: boolean;
   execute(input: Static<S>, ctx: ToolContext): Promise<ToolOutcome | string>;
+  /** Work the first call would otherwise pay, done ahead (see RegisteredTool.warmUp). */
+  warmUp?(ctx: ToolContext): void;
 }
 
 /** A defined tool with its validator compiled once. */
@@ -107,6 +109,13 @@ export interface RegisteredTool {
   /** Returns null when valid, else a message phrased for the model. */
   validate(input: unknown): string | null;
   execute(input: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome | string>;
+  /**
+   * Work the first call of a process would otherwise pay (starting a process, loading a
+   * module), started while the model thinks about the turn's first request. It must be
+   * invisible: the state it leaves is what a first call would create, it never throws, and
+   * nothing it starts outlives the session's resources.
+   */
+  warmUp?(ctx: ToolContext): void;
 }
 
 export type { ContentPart };

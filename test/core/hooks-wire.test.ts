@@ -100,6 +100,24 @@ describe("hooks in the runtime", () => {
     expect(internal.content).toBe("fine");
   });
 
+  it("UserPromptSubmit on the OpenAI-wire agent/<name> route: a block is 400 HOOK_BLOCKED, context reaches the model", async () => {
+    await withHooks(
+      { UserPromptSubmit: [{ hooks: [cmd("sh .veil/hooks/prompt.sh")] }] },
+      { "prompt.sh": 'input=$(cat)\ncase "$input" in *password*) echo "no passwords in prompts" >&2; exit 2;; esac\necho "the user is on the night shift"' },
+    );
+    const server = await h.serve();
+    const completions = (content: string) =>
+      server.fetch("/v1/chat/completions", { method: "POST", body: JSON.stringify({ model: "agent/default", messages: [{ role: "user", content }] }) });
+    const refused = await completions("my password is hunter2");
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "HOOK_BLOCKED", message: "no passwords in prompts" });
+    expect(h.llm.completionRequests).toHaveLength(0);
+    h.llm.enqueue(reply().text("good evening").stop());
+    const ok = await completions("hello");
+    expect(ok.status).toBe(200);
+    expect(lastUser(h.llm.completionRequests[0]!.body)).toBe("hello\n\n<system-reminder>UserPromptSubmit hook context:\nthe user is on the night shift</system-reminder>");
+  });
+
   it("Stop exit 2 continues the same run once with the reason as a user message, then the run ends", async () => {
     await withHooks(
       { Stop: [{ hooks: [cmd("sh .veil/hooks/stop.sh")] }] },

@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const MAIN = fileURLToPath(new URL("../../dist/src/main.js", import.meta.url));
+// From test/helpers the build is in dist/; compiled into dist/test/helpers (benchmarks), it is ../../src.
+const CANDIDATES = ["../../dist/src/main.js", "../../src/main.js"].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+export const MAIN = CANDIDATES.find((path) => existsSync(path)) ?? CANDIDATES[0]!;
 export const built = existsSync(MAIN);
 export const SPAWNED_SECRET = "spawned-secret";
 

@@ -65,6 +65,8 @@ export interface DeliveryDeps {
   clock: Clock;
   ids: IdGenerator;
   log: Logger;
+  /** Several nodes: true for the result of a run on another node, whose delivery answers the message (adoptForeignMessages). */
+  ranElsewhere?: (result: RunResult) => boolean;
 }
 
 /**
@@ -119,7 +121,12 @@ export class AgentDelivery {
       throw error;
     }
     waiter.messageId = receipt.messageId;
-    void receipt.result.then((result) => this.runEnded(chain, waiter, result));
+    void receipt.result.then((result) => {
+      if (!this.deps.ranElsewhere?.(result)) return this.runEnded(chain, waiter, result);
+      // The node that ran it adopted the message from its meta and answers it.
+      waiter.settled = true;
+      this.forget(chain, waiter);
+    });
     return { role: waiter.role, messageId: receipt.messageId };
   }
 
@@ -225,6 +232,35 @@ export class AgentDelivery {
       }
     }
     return count;
+  }
+
+  /**
+   * Several nodes: an async message is answered by the node whose run drains it, whichever
+   * node sent it. From this call on, every drained async message this node does not know
+   * becomes a waiter here from its meta (as recover() does after a restart), so replies reach
+   * their caller even when the sender's node died meanwhile. Returns the unsubscribe.
+   */
+  adoptForeignMessages(): () => void {
+    return this.deps.sessions.observeEvery({ onDrained: (rows) => this.adopt(rows) });
+  }
+
+  private adopt(rows: MessageRow[]): void {
+    for (const row of rows) {
+      const meta = row.meta ?? {};
+      const { agentCorrelation: correlationId, replyTo: callerId } = meta;
+      if (meta.async_inform !== true || typeof correlationId !== "string" || typeof callerId !== "string") continue;
+      const known = this.chains.get(row.session_id);
+      if (known && (known.seed?.correlationId === correlationId || known.recovered.has(correlationId) || known.followers.has(correlationId))) continue;
+      // The target's name and instance are read when a reply is delivered (deliver()).
+      const chain = known ?? this.chainFor({ id: row.session_id, agent: "", instance_name: null });
+      const role = meta.dispatch_role === "msg#1" ? "seed" : "follower";
+      const waiter: Waiter = { correlationId, callerId, role, fullSteps: meta.fullSteps === true, messageId: row.id, drainedRow: row, settled: false, taker: null, recovered: role === "seed" };
+      if (role === "follower") chain.followers.set(correlationId, waiter);
+      else {
+        chain.recovered.set(correlationId, waiter);
+        chain.seed ??= waiter;
+      }
+    }
   }
 
   /** Chains in flight (diagnostics). */
@@ -353,6 +389,7 @@ export class AgentDelivery {
 
   private async deliver(chain: Chain, waiter: Waiter, reply: AgentReply): Promise<void> {
     if (this.disposed) return;
+    if (!chain.target.agent) chain.target = (await this.deps.store.getSession(chain.target.id)) ?? chain.target;
     const { target } = chain;
     const body = reply.midRun ? `${stillRunningReminder(target.instance_name, target.id)}\n${reply.text}` : reply.text;
     const content = wrapAgentMessage(target.agent, target.id, body);

@@ -5,6 +5,7 @@ import type { SessionRow, Store } from "../../store/store.js";
 import type { Logger, ToolContext } from "../../tools/types.js";
 import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
+import type { RunResult } from "../../engines/types.js";
 import type { SessionManager } from "../session-manager.js";
 import { countersSince } from "./counters.js";
 import { AgentDelivery } from "./delivery.js";
@@ -25,6 +26,8 @@ export interface MultiAgentDeps {
   log: Logger;
   settings: Settings;
   agents(): Record<string, AgentConfig>;
+  /** Several nodes: see DeliveryDeps.ranElsewhere. */
+  ranElsewhere?: (result: RunResult) => boolean;
 }
 
 /**
@@ -36,7 +39,7 @@ export class MultiAgentService {
   readonly summaryLimiter = new SummaryRateLimiter();
 
   constructor(readonly deps: MultiAgentDeps) {
-    this.delivery = new AgentDelivery({ sessions: deps.sessions, store: deps.store, clock: deps.clock, ids: deps.ids, log: deps.log });
+    this.delivery = new AgentDelivery({ sessions: deps.sessions, store: deps.store, clock: deps.clock, ids: deps.ids, log: deps.log, ranElsewhere: deps.ranElsewhere });
   }
 
   agents(): Record<string, AgentConfig> {

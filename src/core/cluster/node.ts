@@ -2,10 +2,13 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "../../base/log.js";
 import type { RunResult } from "../../engines/types.js";
-import type { ClusterSignal, ClusterStore, Lease, SignalSubscription } from "../../store/cluster.js";
+import type { ClusterSignal, ClusterStore, ControlAction, Lease, SignalSubscription } from "../../store/cluster.js";
 import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
 import type { RunGate, SessionManager } from "../session-manager.js";
+import { ControlRelay, decodeAnswer } from "./control.js";
+import type { ClusterRemoteMethods } from "./remote-methods.js";
+import { RunFences, type RunFence } from "./fencing.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -17,6 +20,8 @@ export interface ClusterNodeDeps {
 }
 
 const EVENT_PAGE = 1000;
+/** The longest wait past a lease's expiry before another node takes the session. */
+const TAKEOVER_GRACE_MAX_MS = 3000;
 
 interface RemoteWaiter {
   messageId: string;
@@ -38,14 +43,47 @@ export class ClusterNode implements RunGate {
   private cursor = 0;
   private relaying: Promise<void> | null = null;
   private relayAgain = false;
+  private signalled = 0;
+  private mustRead = false;
+  /** When a heartbeat, takeover poll or listener reconnect last failed (epoch ms). */
+  private unreachableAt = 0;
   private closed = false;
+  private readonly relay: ControlRelay;
+  /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
+  private readonly remoteResults = new WeakSet<RunResult>();
+  private remoteMethods: ClusterRemoteMethods | null = null;
+  private readonly fences: RunFences;
+  private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
     deps.events.trackOwnGseqs();
+    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
+    this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
+    deps.events.setAppender((rows) => this.fences.appendEvents(rows));
+  }
+
+  /** Called after this node took a dead node's session over (and closed its cut run), e.g. to re-arm its wake-up. */
+  onTakeOver(listener: (sessionId: string) => Promise<void> | void): void {
+    this.takeOverListeners.push(listener);
+  }
+
+  holds(sessionId: string): boolean {
+    return this.held.has(sessionId);
+  }
+
+  /** The fence of a run starting here: the lease this node holds now, or undefined when it holds none. */
+  async openRun(sessionId: string): Promise<RunFence | undefined> {
+    if (!this.held.has(sessionId) && !(await this.acquire(sessionId))) return undefined;
+    return this.fences.open(this.held.get(sessionId)!);
   }
 
   private get ttlMs(): number {
     return Math.max(1, this.deps.leaseSeconds) * 1000;
+  }
+
+  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
+  attachRemoteMethods(methods: ClusterRemoteMethods): void {
+    this.remoteMethods = methods;
   }
 
   /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */
@@ -53,11 +91,24 @@ export class ClusterNode implements RunGate {
     const { store, log } = this.deps;
     this.cursor = await store.lastEventGseq();
     this.subscription = await store.subscribe((signal) => this.onSignal(signal), {
-      onReconnect: () => this.relayEvents(),
-      onError: (error) => log.warn("cluster signals: reconnect failed", { error: String(error) }),
+      onReconnect: () => {
+        this.relayEvents();
+        void this.remoteMethods?.recheck();
+      },
+      onError: (error) => {
+        this.unreachableAt = Date.now();
+        log.warn("cluster signals: reconnect failed", { error: String(error) });
+      },
     });
     const every = (ms: number, fn: () => Promise<void>) => {
-      const timer = setInterval(() => void fn().catch((error) => log.warn("cluster task failed", { error: String(error) })), ms);
+      const timer = setInterval(
+        () =>
+          void fn().catch((error) => {
+            this.unreachableAt = Date.now();
+            log.warn("cluster task failed", { error: String(error) });
+          }),
+        ms,
+      );
       timer.unref();
       this.timers.push(timer);
     };
@@ -85,6 +136,55 @@ export class ClusterNode implements RunGate {
     });
   }
 
+  forgetRemoteResult(sessionId: string, messageId: string): void {
+    const left = (this.waiters.get(sessionId) ?? []).filter((waiter) => waiter.messageId !== messageId);
+    if (left.length) this.waiters.set(sessionId, left);
+    else this.waiters.delete(sessionId);
+  }
+
+  /** True for a result remoteResult gave: the run that consumed the message ran on another node. */
+  ranElsewhere(result: RunResult): boolean {
+    return this.remoteResults.has(result);
+  }
+
+  /**
+   * A control endpoint (cancel, suspend, resume, close, compact) for any session: the owner
+   * acts and its answer (value or error) is this node's; with no live owner this node takes
+   * the session (closing the run a dead owner cut) and acts itself.
+   */
+  async control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    for (;;) {
+      if (this.closed || this.held.has(sessionId)) return this.actHere(sessionId, action, here);
+      const lease = await this.deps.store.getLease(sessionId);
+      if (lease?.live && lease.nodeId !== this.nodeId) {
+        const answer = await this.relay.ask(sessionId, action, lease, () => this.closed);
+        if (answer !== "moved") return (await decodeAnswer(answer, () => this.deps.sessions.get(sessionId))) as T;
+        continue;
+      }
+      if (!(await this.acquire(sessionId))) continue;
+      const cut = lease !== undefined && lease.nodeId !== this.nodeId && !lease.released;
+      if (cut) {
+        await this.deps.sessions.recoverRun(sessionId);
+        await this.remoteMethods?.dropDeadNode(sessionId, lease.nodeId);
+      }
+      const value = await this.actHere(sessionId, action, here);
+      // Messages the dead owner left queued run here now (a suspended or closed session keeps them).
+      if (cut) await this.deps.sessions.resumeInbox(sessionId);
+      return value;
+    }
+  }
+
+  /** A closed session needs no owner: its lease is given up, so heartbeats stop renewing it. */
+  private async actHere<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    const value = await here();
+    const lease = this.held.get(sessionId);
+    if (action === "close" && lease && !this.closed) {
+      this.held.delete(sessionId);
+      await this.deps.store.releaseLease(lease).catch((error) => this.deps.log.warn("could not release a closed session's lease", { sessionId, error: String(error) }));
+    }
+    return value;
+  }
+
   /** A claim shared by every node: true for one node per (session, due time). */
   claimWakeup(sessionId: string, dueAt: number): Promise<boolean> {
     return this.deps.store.claimWakeup(sessionId, dueAt, this.nodeId);
@@ -103,7 +203,11 @@ export class ClusterNode implements RunGate {
 
   private onSignal(signal: ClusterSignal): void {
     if (this.closed) return;
-    if (signal.kind === "events") this.relayEvents();
+    if (signal.kind === "events") this.relayEvents(signal.gseq);
+    else if (signal.kind === "control") this.relay.onSignal(signal.sessionId, signal.action, signal.data);
+    else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
+      void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
+    }
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
@@ -112,31 +216,54 @@ export class ClusterNode implements RunGate {
   private async heartbeat(): Promise<void> {
     if (this.closed || this.held.size === 0) return;
     const renewed = await this.deps.store.renewLeases(this.nodeId, this.ttlMs);
-    const still = new Set(renewed.map((lease) => lease.sessionId));
-    for (const id of this.held.keys()) {
-      if (!still.has(id)) {
-        this.deps.log.warn("lost the lease of a session (another node took it over)", { sessionId: id, nodeId: this.nodeId });
-        this.held.delete(id);
+    const still = new Map(renewed.map((lease) => [lease.sessionId, lease]));
+    for (const [id, lease] of this.held) {
+      const now = still.get(id);
+      if (!now || now.generation !== lease.generation) {
+        // A run here is stopped through its fence (which drops the session); otherwise drop it now.
+        if (!this.fences.lost(id, "the heartbeat found the lease held by another node")) this.dropSession(id);
       }
     }
-    for (const lease of renewed) this.held.set(lease.sessionId, lease);
+    for (const lease of renewed) if (this.held.has(lease.sessionId)) this.held.set(lease.sessionId, lease);
+  }
+
+  /** The session is another node's now: forget the lease and stop whatever of it runs here. */
+  private dropSession(sessionId: string): void {
+    const lease = this.held.get(sessionId);
+    this.held.delete(sessionId);
+    this.deps.log.warn("lost the lease of a session (another node took it over); stopping it here", { sessionId, nodeId: this.nodeId, generation: lease?.generation });
+    void this.deps.sessions.leaseLost(sessionId).catch((error) => this.deps.log.warn("could not stop a lost session", { sessionId, error: String(error) }));
   }
 
   /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
   private async takeOver(): Promise<void> {
     if (this.closed) return;
+    // After this node could not reach the database, the owners could not either: their leases
+    // ran out together with ours. Give them a lease's time to renew before taking anything.
+    if (Date.now() - this.unreachableAt < this.ttlMs) return;
     const { store, sessions, log } = this.deps;
-    for (const expired of await store.expiredLeases()) {
+    // A lease is taken only once it has been expired for a while: an owner whose heartbeat
+    // came late (a loaded machine, a GC pause) renews it first and keeps its run.
+    for (const expired of await store.expiredLeases(Math.min(this.ttlMs / 2, TAKEOVER_GRACE_MAX_MS))) {
       if (expired.nodeId === this.nodeId && this.held.has(expired.sessionId)) continue;
       if (!(await this.acquire(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
+      await this.remoteMethods?.dropDeadNode(expired.sessionId, expired.nodeId);
+      for (const listener of this.takeOverListeners) {
+        await Promise.resolve(listener(expired.sessionId)).catch((error) => log.warn("take-over listener failed", { sessionId: expired.sessionId, error: String(error) }));
+      }
       await sessions.resumeInbox(expired.sessionId);
     }
   }
 
-  /** One relay at a time; a signal during a relay makes it page once more. */
-  private relayEvents(): void {
+  /**
+   * One relay at a time; a signal during a relay makes it page once more. `signalled`: the
+   * gseq a signal named (absent after a reconnect: read whatever is there).
+   */
+  private relayEvents(signalled?: number): void {
+    if (signalled === undefined) this.mustRead = true;
+    else this.signalled = Math.max(this.signalled, signalled);
     if (this.relaying) {
       this.relayAgain = true;
       return;
@@ -153,9 +280,17 @@ export class ClusterNode implements RunGate {
 
   private async relayPages(): Promise<void> {
     const { store, events } = this.deps;
+    // A local write whose rows a page shows has its gseqs noted once it settles.
+    await events.flush();
+    // Only this node's own batches since the cursor: nothing to read (the common case for a busy owner).
+    if (!this.mustRead && this.signalled <= this.cursor) return;
+    if (!this.mustRead && events.takeOwnRange(this.cursor, this.signalled)) {
+      this.cursor = this.signalled;
+      return;
+    }
+    this.mustRead = false;
     for (;;) {
       const rows = await store.listEventsGlobal({ after: this.cursor, limit: EVENT_PAGE });
-      // A local write whose rows this page already shows has its gseqs noted once it settles.
       await events.flush();
       for (const row of rows) {
         this.cursor = row.gseq;
@@ -182,6 +317,7 @@ export class ClusterNode implements RunGate {
       ...(done.cost_usd !== undefined ? { costUsd: done.cost_usd } : {}),
       ...(done.error ? { error: done.error } : {}),
     };
+    this.remoteResults.add(result);
     const left = list.filter((waiter) => {
       if (queued.has(waiter.messageId)) return true;
       waiter.resolve(result);

@@ -34,6 +34,7 @@ export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCl
   return {
     name: "claude-cli",
     handles: (modelKey) => modelKey.startsWith(CLAUDE_CLI_PREFIX),
+    toolsUpFront: true,
     run: (request, io) => runTurn(request, io),
     shutdown: () => processes.endAll(),
     livePids: () => processes.pids(),

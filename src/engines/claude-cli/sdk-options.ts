@@ -56,7 +56,13 @@ function hasClaudeLogin(env: Record<string, string | undefined>): boolean {
  * The child's environment: Veil's own (minus its secrets), the Anthropic endpoint and
  * key, no telemetry or update traffic, Veil's retry count, and the compaction window.
  */
-export function childEnv(settings: Settings, env: Record<string, string | undefined>, model: ModelInfo, apiKey: string | undefined): Record<string, string | undefined> {
+export function childEnv(
+  settings: Settings,
+  env: Record<string, string | undefined>,
+  model: ModelInfo,
+  apiKey: string | undefined,
+  turn: { threshold?: number; maxOutputTokens?: number } = {},
+): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = { ...env };
   for (const key of WITHHELD_ENV) delete out[key];
   const cli = settings.claudeCli;
@@ -69,8 +75,10 @@ export function childEnv(settings: Settings, env: Record<string, string | undefi
   out.CLAUDE_AGENT_SDK_CLIENT_APP = `veilcli/${VERSION}`;
   // The SDK compacts its own conversation; these make it do so at Veil's threshold of the catalogue window.
   out.CLAUDE_CODE_AUTO_COMPACT_WINDOW = String(model.context_window);
-  const threshold = compactionThreshold(settings);
+  const threshold = turn.threshold ?? compactionThreshold(settings);
   if (threshold !== undefined) out.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = String(Math.round(threshold * 100));
+  // The catalogue's max_output_tokens caps each answer, as max_tokens does on the openai engine.
+  if (turn.maxOutputTokens !== undefined) out.CLAUDE_CODE_MAX_OUTPUT_TOKENS = String(turn.maxOutputTokens);
   return out;
 }
 

@@ -58,6 +58,9 @@ export class ClaudeTurn {
   /** Context size of the last model call (prompt incl. cache + output). */
   private lastContext = 0;
   private compacting = false;
+  private pendingCompaction: { reason: "auto" | "manual"; tokensBefore: number } | null = null;
+  /** A Stop hook asked the run to go on after the model's last answer. */
+  private hookContinues = false;
   private inFlightTools = 0;
   private ended = false;
   private endedWith: StopReason | null = null;
@@ -132,7 +135,7 @@ export class ClaudeTurn {
     return {
       model: this.request.modelKey.replace(/^cc\//, ""),
       cwd: workspace,
-      env: childEnv(settings, env, model, apiKey),
+      env: childEnv(settings, env, model, apiKey, { threshold: this.threshold(), maxOutputTokens: this.request.maxOutputTokens }),
       systemPrompt: this.request.systemPrompt,
       settingSources: [],
       strictMcpConfig: true,
@@ -170,10 +173,10 @@ export class ClaudeTurn {
       case "system":
         if (message.subtype === "init") await this.rememberSession(message.session_id);
         else if (message.subtype === "status" && (message as { status?: string }).status === "requesting") await this.beforeModelCall();
-        else if (message.subtype === "compact_boundary") this.io.log.info("claude-cli: the SDK compacted its conversation", { sessionId: this.request.sessionId, ...message.compact_metadata });
+        else if (message.subtype === "compact_boundary") this.onCompacted(message.compact_metadata);
         return;
       case "stream_event":
-        if (message.parent_tool_use_id === null) this.onStreamEvent(message.event as StreamEvent);
+        if (message.parent_tool_use_id === null) await this.onStreamEvent(message.event as StreamEvent);
         return;
       case "user":
         this.natives.finish(message.message.content);
@@ -210,7 +213,23 @@ export class ClaudeTurn {
     });
   }
 
-  private onStreamEvent(event: StreamEvent): void {
+  /** The SDK compacted its conversation (Veil's /compact at the threshold, or its own): session.compacted. */
+  private onCompacted(metadata: { trigger: "manual" | "auto"; pre_tokens: number; post_tokens?: number }): void {
+    this.io.log.info("claude-cli: the SDK compacted its conversation", { sessionId: this.request.sessionId, ...metadata });
+    const tokensBefore = metadata.pre_tokens || this.lastContext;
+    // Older binaries send no post_tokens: the next model call's prompt size tells the new size then.
+    this.pendingCompaction = { reason: this.compacting || metadata.trigger === "auto" ? "auto" : "manual", tokensBefore };
+    if (metadata.post_tokens !== undefined) this.emitCompaction(metadata.post_tokens);
+  }
+
+  private emitCompaction(tokensAfter: number): void {
+    const pending = this.pendingCompaction;
+    if (!pending) return;
+    this.pendingCompaction = null;
+    this.emit({ type: "context_compacted", reason: pending.reason, tokensBefore: pending.tokensBefore, tokensAfter });
+  }
+
+  private async onStreamEvent(event: StreamEvent): Promise<void> {
     for (const runEvent of this.assembler.accept(event)) {
       if (runEvent.type === "tool_call_started" && this.plan.natives.includes(runEvent.name)) this.natives.announce(runEvent.id);
       this.emit(runEvent);
@@ -221,7 +240,13 @@ export class ClaudeTurn {
     this.lastContext = usage.prompt_tokens + usage.completion_tokens;
     this.lastFinish = finishReason;
     this.emit({ type: "model_usage", usage });
-    const final = message.toolCalls.length === 0 && !this.io.hasPendingInput();
+    this.emitCompaction(usage.prompt_tokens);
+    let final = message.toolCalls.length === 0 && !this.io.hasPendingInput();
+    // A Stop hook may continue the run (its message arrives through nextInputs at the result).
+    if (final && finishReason === "stop" && !this.compacting && this.io.runEnding && !this.request.signal.aborted && (await this.io.runEnding())) {
+      final = false;
+      this.hookContinues = true;
+    }
     const natives = message.toolCalls.filter((call) => this.plan.natives.includes(call.name));
     // The CLI would ask the model to go on after max_tokens; Veil ends the run with "length" (as on openai).
     const cut = final && finishReason === "length";
@@ -265,7 +290,8 @@ export class ClaudeTurn {
       return this.end("error", { code: "LLM_ERROR", message: this.describeFailure(text || message.subtype) });
     }
     // Between SDK turns: deliver what arrived meanwhile, in order, else the run is over.
-    if (this.io.hasPendingInput()) {
+    if (this.io.hasPendingInput() || this.hookContinues) {
+      this.hookContinues = false;
       const reason = await this.boundaryStop();
       if (reason) return this.stop(reason);
       this.prompt.push(toSdkUserMessage(await this.io.nextInputs()));
@@ -296,8 +322,12 @@ export class ClaudeTurn {
   /** CONTRACT §11: context_size of the last call at or above autoThreshold of the model's window. */
   private needsCompaction(): boolean {
     if (this.compacting || this.lastContext === 0) return false;
-    const threshold = compactionThreshold(this.deps.settings) ?? DEFAULT_COMPACTION_THRESHOLD;
-    return this.lastContext >= threshold * this.deps.model.context_window;
+    return this.lastContext >= this.threshold() * this.deps.model.context_window;
+  }
+
+  /** Agent over settings (the session's resolved compaction), else settings, else the default. */
+  private threshold(): number {
+    return this.request.compactThreshold ?? compactionThreshold(this.deps.settings) ?? DEFAULT_COMPACTION_THRESHOLD;
   }
 
   private finalStop(): StopReason {

@@ -141,16 +141,11 @@ type StreamOutcome =
   | { kind: "done"; message: AssistantMessage; finishReason: string; usage: TokenUsage; model?: string }
   | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage; model?: string };
 
-async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
-  let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
-  const stream = llm.stream({
-    modelKey: request.modelKey,
-    messages,
-    tools: request.toolset.specs(),
-    reasoning: request.reasoning,
-    maxTokens: request.maxOutputTokens,
-    signal: request.signal,
-  });
+/** How long after a model request the turn's tool warm-up starts (see streamOnce). */
+const WARM_UP_DELAY_MS = 5;
+
+/** The stream's deltas as run events; its final event goes to `end`. */
+async function* relay(stream: AsyncIterable<StreamEvent>, end: (event: Extract<StreamEvent, { type: "done" | "error" }>) => void): AsyncGenerator<RunEvent> {
   for await (const event of stream) {
     switch (event.type) {
       case "text":
@@ -164,11 +159,32 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
         break;
       case "done":
       case "error":
-        ended = event;
+        end(event);
         break;
       default:
         break;
     }
+  }
+}
+
+async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
+  let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
+  const stream = llm.stream({
+    modelKey: request.modelKey,
+    messages,
+    tools: request.toolset.specs(),
+    reasoning: request.reasoning,
+    maxTokens: request.maxOutputTokens,
+    signal: request.signal,
+  });
+  // Once the request is out, the first tool calls' start-up work overlaps the model's time
+  // to answer; the delay keeps it off the request's own path (connect, send). A stream over
+  // before then needed no warm-up: the next one of the turn may still use it.
+  const warmUp = setTimeout(() => request.toolset.warmUp(), WARM_UP_DELAY_MS);
+  try {
+    yield* relay(stream, (event) => (ended = event));
+  } finally {
+    clearTimeout(warmUp);
   }
   const final = ended as Extract<StreamEvent, { type: "done" | "error" }> | undefined;
   if (!final) {

@@ -16,14 +16,15 @@ export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLengt
  *   `method.pending` / `method.done` for all sessions.
  * - `POST /remote-methods/:id/result` `{ result }` → `200 { ok: true, id }`, or
  *   `409 { error: "not_found" }` when the id is unknown, already answered or timed out.
- * - `GET /remote-methods/pending` → `{ pending: [ids] }`.
+ * - `GET /remote-methods/pending` → `{ pending: [ids] }` (several nodes: the whole service's).
  */
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const service = (): RemoteMethodService => runtime.remoteMethods;
 
-  app.get("/remote-methods", (c) => {
-    const methods = service();
+  app.get("/remote-methods", async (c) => {
+    // Several nodes: the whole service's pending methods, read before the stream opens.
+    const pending = await service().listPending();
     return sseResponse({
       bus: runtime.bus,
       log: runtime.events,
@@ -32,17 +33,17 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       lastEventId: parseLastEventId(c.req.header("last-event-id"), c.req.query("lastEventId")),
       signal: c.req.raw.signal,
       heartbeatMs: state.heartbeatMs,
-      initial: () => methods.list().map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } })),
+      initial: () => pending.map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } })),
     });
   });
 
-  app.get("/remote-methods/pending", (c) => c.json({ pending: service().pendingIds() }));
+  app.get("/remote-methods/pending", async (c) => c.json({ pending: (await service().listPending()).map((method) => method.id) }));
 
   app.post("/remote-methods/:id/result", async (c) => {
     const id = c.req.param("id");
     const body = await jsonBody<Static<typeof ResultBody>>(c, ResultBody);
     const result = body.result === undefined ? null : body.result;
-    if (!service().resolve(id, result)) return c.json({ error: "not_found" }, 409);
+    if (!(await service().resolveResult(id, result))) return c.json({ error: "not_found" }, 409);
     return c.json({ ok: true, id });
   });
 }

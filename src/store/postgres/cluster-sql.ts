@@ -24,7 +24,9 @@ export const CLUSTER_SQL = {
     RETURNING ${LEASE_COLUMNS}`,
   releaseLease: `UPDATE leases SET released = true, expires_at = clock_timestamp()
     WHERE session_id = $1 AND node_id = $2 AND generation = $3 AND NOT released`,
-  expiredLeases: `SELECT ${LEASE_COLUMNS} FROM leases WHERE NOT released AND expires_at <= clock_timestamp() ORDER BY expires_at, session_id`,
+  expiredLeases: `SELECT ${LEASE_COLUMNS} FROM leases
+    WHERE NOT released AND expires_at <= clock_timestamp() - $1::double precision * interval '1 millisecond'
+    ORDER BY expires_at, session_id`,
   getLease: `SELECT ${LEASE_COLUMNS}, released, (NOT released AND expires_at > clock_timestamp()) AS live
     FROM leases WHERE session_id = $1`,
   // FOR SHARE: a takeover (acquireLease updates this row) waits until the fenced write commits.

@@ -2,6 +2,7 @@ import pg from "pg";
 import type { Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
 import { VeilError } from "../../errors.js";
+import { LEASE_LOST_SQLSTATE } from "./fenced-sql.js";
 
 /** The URL with its password replaced by `***`, safe for logs and error messages. */
 export function redactUrl(url: string): string {
@@ -60,6 +61,10 @@ export function mapPgError(error: unknown, url: string, what: string, sessionId?
   const reason = error instanceof Error ? error.message : String(error);
   if (code === "23503") {
     return new VeilError("SESSION_NOT_FOUND", `Session not found${sessionId ? `: ${sessionId}` : ""} (${what})`, { cause: error });
+  }
+  if (code === LEASE_LOST_SQLSTATE) {
+    const session = (error as { detail?: string }).detail ?? sessionId;
+    return new VeilError("LEASE_LOST", `Session ${session} is no longer held by this node; the write (${what}) was refused: ${reason}`, { cause: error, details: { sessionId: session } });
   }
   if (code === "23505") return new VeilError("CONFLICT", `Already exists: ${what}`, { cause: error });
   if (code && CONFIG_CODES.has(code)) {

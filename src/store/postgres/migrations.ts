@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { VeilError } from "../../errors.js";
+import { FENCE_FUNCTION } from "./fenced-sql.js";
 
 /**
  * One schema step, applied once, in ascending order, and recorded in `schema_migrations`.
@@ -204,6 +205,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
   { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
+  { version: 4, name: "cluster: the lease fence inside single-statement writes", up: FENCE_FUNCTION },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

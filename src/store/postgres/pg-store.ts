@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type {
@@ -19,39 +20,33 @@ import type {
   ToolCallState,
   WakeupRow,
 } from "../store.js";
+import type { Lease } from "../cluster.js";
 import type { Database, Queryable } from "./database.js";
+import type { FenceableStatement } from "./fenced-sql.js";
+import { updateSessionFence } from "./fenced-sql.js";
 import { auditFromRaw, inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawAudit, type RawInbox, type RawSession } from "./rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
 
 /**
- * How session-scoped writes run. The plain gate runs them as they are; a fenced gate
- * (ClusterStore.fenced) wraps each write for its session in a transaction that checks
- * the lease first.
- */
-export interface WriteGate {
-  /** `sessions`: whose data the write touches (several for an event batch); undefined: nobody's in particular. */
-  write<T>(db: Database, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T>;
-}
-
-export const OPEN_GATE: WriteGate = { write: (db, _sessions, body) => body(db) };
-
-/**
  * The Store over PostgreSQL: a pool of connections to one database, shared by every node
  * of a service. Single-statement writes rely on row locks; multi-row writes run in one
- * transaction. PostgresStore (postgres-store.ts) adds opening, migrating and the cluster
- * surface; this class is the Store half, also used for fenced views.
+ * statement or one transaction. PostgresStore (postgres-store.ts) adds opening, migrating
+ * and the cluster surface; this class is the Store half, also used for fenced views: with
+ * a `lease`, every write of that session checks it (the hot ones inside their single
+ * statement, fenced-sql.ts; the rest in a transaction that share-locks the lease row first)
+ * and fails with LEASE_LOST once another node has taken the session.
  */
 export class PgStore implements Store {
   protected readonly db: Database;
   protected readonly clock: Clock;
-  private readonly gate: WriteGate;
+  private readonly lease: Lease | undefined;
   private readonly ownsPool: boolean;
   private closed = false;
 
-  constructor(db: Database, clock: Clock, gate: WriteGate = OPEN_GATE, ownsPool = true) {
+  constructor(db: Database, clock: Clock, lease?: Lease, ownsPool = true) {
     this.db = db;
     this.clock = clock;
-    this.gate = gate;
+    this.lease = lease;
     this.ownsPool = ownsPool;
   }
 
@@ -106,16 +101,18 @@ export class PgStore implements Store {
       set(key, key === "reasoning" || key === "budget_override" ? toJson(patch[key]) : patch[key]);
     }
     if (patch.token_usage) for (const column of USAGE_COLUMNS) set(column, patch.token_usage[column]);
-    const text = `UPDATE sessions SET ${[...sets, "updated_at = $2"].join(", ")} WHERE id = $1 RETURNING ${SESSION_COLUMNS}`;
-    const { rows } = await this.write("update session", id, (on) => on.sql<RawSession>(text, values));
+    const lease = this.fenceOf(id);
+    const fence = lease ? updateSessionFence(values.push(lease.nodeId, lease.generation) - 1) : "";
+    const text = `UPDATE sessions SET ${[...sets, "updated_at = $2"].join(", ")} WHERE id = $1${fence} RETURNING ${SESSION_COLUMNS}`;
+    const { rows } = await this.inline("update session", id, (on) => on.sql<RawSession>(text, values));
     if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
     return sessionFromRaw(rows[0]);
   }
 
   async addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd = 0): Promise<void> {
     const cost = Number.isFinite(costUsd) ? costUsd : 0;
-    const result = await this.write("add token usage", id, (on) =>
-      on.run("addTokenUsage", [id, ...USAGE_COLUMNS.map((column) => usage[column]), contextSize, this.nowIso(), cost]),
+    const result = await this.inline("add token usage", id, (on) =>
+      this.runFenced(on, "addTokenUsage", id, [id, ...USAGE_COLUMNS.map((column) => usage[column]), contextSize, this.nowIso(), cost]),
     );
     if (result.rowCount === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
   }
@@ -131,7 +128,7 @@ export class PgStore implements Store {
   }
 
   async appendMessage(message: NewMessage): Promise<MessageRow> {
-    return this.write(`message ${message.id}`, message.session_id, (on) => this.insertMessage(on, message));
+    return this.inline(`message ${message.id}`, message.session_id, (on) => this.insertMessage(on, message));
   }
 
   async listMessages(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<MessageRow[]> {
@@ -156,37 +153,36 @@ export class PgStore implements Store {
   }
 
   async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
-    return this.write(`message ${message.id}`, message.session_id, (on) =>
-      on.transaction(async (tx) => {
-        const row = await this.insertMessage(tx, message);
-        for (const call of calls) {
-          await tx.run("upsertToolCall", [call.id, message.session_id, row.id, call.name, call.arguments, "pending", null, null, null]);
-        }
-        return row;
-      }),
+    return this.inline(`message ${message.id}`, message.session_id, (on) =>
+      this.insertMessage(on, message, "appendAssistantStep", [calls.map((c) => c.id), calls.map((c) => c.name), calls.map((c) => c.arguments)]),
     );
   }
 
   async recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow> {
-    return this.write(`message ${input.message.id}`, input.sessionId, (on) =>
-      on.transaction(async (tx) => {
-        const row = await this.insertMessage(tx, input.message);
-        await this.setCallState(tx, input.callId, input.sessionId, input.state, input.message.content ?? null);
-        return row;
-      }),
-    );
+    return this.inline(`message ${input.message.id}`, input.sessionId, (on) => this.insertMessage(on, input.message, "recordToolResult", [input.callId, input.state, this.nowIso()]));
   }
 
   async appendEvents(events: readonly NewStoredEvent[]): Promise<StoredEvent[]> {
+    const lease = this.fenceOf(events.map((e) => e.session_id));
+    return this.appendEventRows(events, lease ? [lease] : []);
+  }
+
+  /**
+   * Appends one batch in one statement; with `leases`, each is checked inside it (a lost one
+   * refuses the whole batch with LEASE_LOST naming its session, details.sessionId).
+   */
+  protected async appendEventRows(events: readonly NewStoredEvent[], leases: readonly Lease[]): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
-    const values = [
+    const values: unknown[] = [
       events.map((e) => e.session_id),
       events.map((e) => e.seq),
       events.map((e) => e.type),
       events.map((e) => e.ts),
       events.map((e) => e.data),
     ];
-    const append = () => this.write(`events of ${events[0]!.session_id}`, events.map((e) => e.session_id), (on) => on.run<{ gseqs: number[] }>("appendEvents", values));
+    if (leases.length) values.push(leases.map((l) => l.sessionId), leases.map((l) => l.nodeId), leases.map((l) => l.generation));
+    const name = leases.length ? "appendEventsFenced" : "appendEvents";
+    const append = () => this.direct(`events of ${events[0]!.session_id}`, undefined, (on) => on.run<{ gseqs: number[] }>(name, values));
     // In call order per pool: a node publishes each batch once it resolves, so gseq must follow call order.
     const { rows } = await this.db.inOrder(append);
     // gseq = base + position, so ascending gseq is input order.
@@ -234,8 +230,10 @@ export class PgStore implements Store {
   }
 
   async setToolCallState(id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<void> {
-    const result = await this.write("set tool call state", sessionId, (on) => this.setCallState(on, id, sessionId, state, output));
-    if (result === 0) throw new VeilError("NOT_FOUND", `Tool call not found: ${id} in session ${sessionId}`);
+    const result = await this.inline("set tool call state", sessionId, (on) =>
+      this.runFenced(on, "setToolCallState", sessionId, [id, sessionId, state, output !== undefined, output ?? null, this.nowIso()]),
+    );
+    if (result.rowCount === 0) throw new VeilError("NOT_FOUND", `Tool call not found: ${id} in session ${sessionId}`);
   }
 
   async listToolCalls(sessionId: string, options: { states?: ToolCallState[] } = {}): Promise<ToolCallRow[]> {
@@ -360,8 +358,11 @@ export class PgStore implements Store {
     if (this.ownsPool) await this.db.end();
   }
 
-  /** Inserts one message on `on` (the pool, or a transaction) and returns the full row. */
-  protected async insertMessage(on: Queryable, message: NewMessage): Promise<MessageRow> {
+  /**
+   * Inserts one message on `on` (the pool, or a transaction) and returns the full row;
+   * `statement` may be a fused form that writes its tool-call rows too (`extra` values).
+   */
+  protected async insertMessage(on: Queryable, message: NewMessage, statement: FenceableStatement = "insertMessage", extra: unknown[] = []): Promise<MessageRow> {
     const row = {
       id: message.id,
       session_id: message.session_id,
@@ -377,7 +378,7 @@ export class PgStore implements Store {
       compacted: false,
       created_at: this.nowIso(),
     };
-    const { rows } = await on.run<{ seq: number }>("insertMessage", [
+    const { rows } = await this.runFenced<{ seq: number }>(on, statement, row.session_id, [
       row.id,
       row.session_id,
       row.role,
@@ -390,15 +391,23 @@ export class PgStore implements Store {
       toJson(row.meta),
       row.kind,
       row.created_at,
+      ...extra,
     ]);
     if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${message.session_id} (message ${message.id})`);
     return { ...row, seq: rows[0].seq };
   }
 
-  /** Sets a call's state on `on`; returns the number of rows changed (0: no such call). */
-  protected async setCallState(on: Queryable, id: string, sessionId: string, state: ToolCallState, output?: string | null): Promise<number> {
-    const result = await on.run("setToolCallState", [id, sessionId, state, output !== undefined, output ?? null, this.nowIso()]);
-    return result.rowCount ?? 0;
+  /** Runs a statement of fenced-sql.ts, in its fenced form when `sessionId` is this view's. */
+  private runFenced<R extends pg.QueryResultRow = pg.QueryResultRow>(on: Queryable, name: FenceableStatement, sessionId: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    const lease = this.fenceOf(sessionId);
+    return lease ? on.run<R>(`${name}Fenced`, [...values, lease.nodeId, lease.generation]) : on.run<R>(name, values);
+  }
+
+  /** The view's lease when a write touches its session. */
+  private fenceOf(sessions: string | readonly string[] | undefined): Lease | undefined {
+    const lease = this.lease;
+    if (!lease || sessions === undefined) return undefined;
+    return (typeof sessions === "string" ? sessions === lease.sessionId : sessions.includes(lease.sessionId)) ? lease : undefined;
   }
 
   /** Runs one statement (or transaction) directly on the pool, never fenced: refuses after close, maps driver errors to catalogue errors. */
@@ -411,14 +420,29 @@ export class PgStore implements Store {
     }
   }
 
-  /** Runs one write of `sessionId`'s data through the gate (fenced views check their lease). */
+  /** A write that checks a fence itself, inside its statement (runFenced). */
+  protected inline<T>(what: string, sessionId: string, body: (on: Queryable) => Promise<T>): Promise<T> {
+    return this.direct(what, sessionId, body);
+  }
+
+  /**
+   * A write of `sessions`' data; on a fenced view that touches its session, it runs in a
+   * transaction that first share-locks the lease row (a takeover waits for its commit).
+   */
   protected async write<T>(what: string, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
-    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
-    try {
-      return await this.gate.write(this.db, sessions, body);
-    } catch (error) {
-      throw this.db.fail(error, what, typeof sessions === "string" ? sessions : undefined);
-    }
+    const lease = this.fenceOf(sessions);
+    if (!lease) return this.direct(what, typeof sessions === "string" ? sessions : undefined, body);
+    return this.direct(what, lease.sessionId, (db) =>
+      db.transaction(async (tx) => {
+        const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
+        if (held.rowCount === 0) {
+          throw new VeilError("LEASE_LOST", `Session ${lease.sessionId} is no longer held by node ${lease.nodeId} (generation ${lease.generation}); the write (${what}) was refused`, {
+            details: { sessionId: lease.sessionId },
+          });
+        }
+        return body(tx);
+      }),
+    );
   }
 
   protected nowIso(): string {

@@ -1,12 +1,11 @@
 import { systemClock, type Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
-import { VeilError } from "../../errors.js";
 import type { ClusterSignal, ClusterStore, ControlAction, Lease, LeaseInfo, RemoteMethodRow, SignalSubscription, SubscribeOptions } from "../cluster.js";
-import type { Store } from "../store.js";
+import type { NewStoredEvent, Store, StoredEvent } from "../store.js";
 import { checkDatabaseUrl, DEFAULT_RETRY, type RetryPolicy } from "./connection.js";
-import { Database, type Queryable } from "./database.js";
+import { Database } from "./database.js";
 import { applyPgMigrations } from "./migrations.js";
-import { PgStore, type WriteGate } from "./pg-store.js";
+import { PgStore } from "./pg-store.js";
 import { controlPayload, listenForSignals } from "./signals.js";
 import { CHANNELS } from "./sql.js";
 
@@ -92,8 +91,8 @@ export class PostgresStore extends PgStore implements ClusterStore {
     await this.direct("release lease", lease.sessionId, (on) => on.run("releaseLease", [lease.sessionId, lease.nodeId, lease.generation]));
   }
 
-  async expiredLeases(): Promise<Lease[]> {
-    const { rows } = await this.direct("expired leases", undefined, (on) => on.run<RawLease>("expiredLeases", []));
+  async expiredLeases(graceMs = 0): Promise<Lease[]> {
+    const { rows } = await this.direct("expired leases", undefined, (on) => on.run<RawLease>("expiredLeases", [Math.max(0, graceMs)]));
     return rows.map(toLease);
   }
 
@@ -104,7 +103,11 @@ export class PostgresStore extends PgStore implements ClusterStore {
   }
 
   fenced(lease: Lease): Store {
-    return new PgStore(this.db, this.clock, fenceGate(lease), false);
+    return new PgStore(this.db, this.clock, lease, false);
+  }
+
+  appendEventsFenced(events: readonly NewStoredEvent[], leases: readonly Lease[]): Promise<StoredEvent[]> {
+    return this.appendEventRows(events, leases);
   }
 
   async subscribe(onSignal: (signal: ClusterSignal) => void, options: SubscribeOptions = {}): Promise<SignalSubscription> {
@@ -162,25 +165,4 @@ export class PostgresStore extends PgStore implements ClusterStore {
     this.subscriptions.clear();
     await super.close();
   }
-}
-
-/**
- * Writes for the lease's session run in a transaction that first share-locks the lease
- * row with this node and generation; a lost lease fails them with LEASE_LOST, and a
- * takeover blocks until an admitted write commits. Other sessions' writes pass as usual.
- */
-function fenceGate(lease: Lease): WriteGate {
-  return {
-    write: (db, sessions, body) => {
-      const touches = typeof sessions === "string" ? sessions === lease.sessionId : !!sessions?.includes(lease.sessionId);
-      if (!touches) return body(db);
-      return db.transaction(async (tx: Queryable) => {
-        const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
-        if (held.rowCount === 0) {
-          throw new VeilError("LEASE_LOST", `Session ${lease.sessionId} is no longer held by node ${lease.nodeId} (generation ${lease.generation}); the write was refused`);
-        }
-        return body(tx);
-      });
-    },
-  };
 }

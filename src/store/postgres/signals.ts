@@ -35,7 +35,7 @@ export function parseSignal(channel: string, payload: string | undefined): Clust
 }
 
 function isControlAction(value: unknown): value is ControlAction {
-  return value === "cancel" || value === "suspend" || value === "close";
+  return value === "cancel" || value === "suspend" || value === "resume" || value === "close" || value === "compact";
 }
 
 export function controlPayload(sessionId: string, action: ControlAction, data?: Record<string, unknown>): string {

@@ -1,4 +1,6 @@
+import { CHANNELS } from "./channels.js";
 import { CLUSTER_SQL } from "./cluster-sql.js";
+import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
 
 /**
  * Every fixed statement the PostgreSQL store runs. Each is sent as a named query, so a
@@ -11,13 +13,7 @@ const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth
 const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
 
-/** LISTEN/NOTIFY channel names (signals of store/cluster.ts). */
-export const CHANNELS = {
-  inbox: "veil_inbox",
-  events: "veil_events",
-  control: "veil_control",
-  remoteResult: "veil_remote_result",
-} as const;
+export { CHANNELS };
 
 export const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
@@ -28,30 +24,10 @@ export const SQL = {
   listSessions: `SELECT ${SESSION_COLUMNS} FROM sessions
     WHERE ($1::text IS NULL OR parent_session_id = $1) AND ($2::text IS NULL OR status = $2)
     ORDER BY pos`,
-  addTokenUsage: `UPDATE sessions SET
-      prompt_tokens = prompt_tokens + $2,
-      completion_tokens = completion_tokens + $3,
-      total_tokens = total_tokens + $4,
-      cached_tokens = cached_tokens + $5,
-      cache_creation_tokens = cache_creation_tokens + $6,
-      reasoning_tokens = reasoning_tokens + $7,
-      context_size = $8,
-      updated_at = $9,
-      cost_usd = cost_usd + $10
-    WHERE id = $1`,
   countLive: "SELECT COUNT(*)::int AS n FROM sessions WHERE status != 'closed'",
   findChild: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND instance_name = $2
     ORDER BY pos DESC LIMIT 1`,
 
-  // One statement: bumping the counter takes the session's row lock until commit, so
-  // concurrent appends get 1, 2, 3… with no gap; no session row means no insert.
-  // A failed insert (duplicate id) rolls the bump back with it.
-  insertMessage: `WITH next AS (
-      UPDATE sessions SET last_message_seq = last_message_seq + 1 WHERE id = $2 RETURNING last_message_seq
-    )
-    INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, created_at)
-    SELECT $1, $2, next.last_message_seq, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM next
-    RETURNING seq`,
   listMessages: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
   getMessage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id = $1`,
   updateMessageMeta: "UPDATE messages SET meta = $2 WHERE id = $1",
@@ -59,21 +35,7 @@ export const SQL = {
 
   upsertToolCall: `INSERT INTO tool_calls (id, session_id, message_id, name, arguments, state, output, started_at, ended_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-    ON CONFLICT (session_id, id) DO UPDATE SET
-      message_id = excluded.message_id,
-      name = excluded.name,
-      arguments = excluded.arguments,
-      state = excluded.state,
-      output = COALESCE(excluded.output, tool_calls.output),
-      started_at = COALESCE(excluded.started_at, tool_calls.started_at),
-      ended_at = COALESCE(excluded.ended_at, tool_calls.ended_at)`,
-  // started_at: the first time the call leaves "pending"; ended_at: the first terminal state.
-  setToolCallState: `UPDATE tool_calls SET
-      state = $3,
-      output = CASE WHEN $4::boolean THEN $5 ELSE output END,
-      started_at = CASE WHEN started_at IS NULL AND $3 IN ('validating', 'executing') THEN $6 ELSE started_at END,
-      ended_at = CASE WHEN $3 IN ('done', 'error', 'cancelled') THEN COALESCE(ended_at, $6) ELSE ended_at END
-    WHERE id = $1 AND session_id = $2`,
+    ${TOOL_CALL_UPSERT}`,
   listToolCalls: `SELECT ${TOOL_CALL_COLUMNS} FROM tool_calls
     WHERE session_id = $1 AND ($2::text[] IS NULL OR state = ANY ($2::text[]))
     ORDER BY pos`,
@@ -113,18 +75,6 @@ export const SQL = {
   deleteMeta: "DELETE FROM session_meta WHERE session_id = $1 AND key = $2",
   getMeta: "SELECT value FROM session_meta WHERE session_id = $1 AND key = $2",
 
-  // See the event log migration: the counter's row lock orders commits by gseq. One
-  // statement, so a refused row (repeated seq) rolls the counter back with the batch,
-  // and the signal (the highest gseq) is delivered when, and only if, the batch commits.
-  appendEvents: `WITH bump AS (
-      UPDATE event_counter SET last_gseq = last_gseq + cardinality($1::text[]) RETURNING last_gseq
-    ), added AS (
-      INSERT INTO events (gseq, session_id, seq, type, ts, data)
-      SELECT bump.last_gseq - cardinality($1::text[]) + e.ord, e.session_id, e.seq, e.type, e.ts, e.data
-      FROM bump, unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS e (session_id, seq, type, ts, data, ord)
-      RETURNING gseq
-    )
-    SELECT array_agg(gseq ORDER BY gseq) AS gseqs, pg_notify('${CHANNELS.events}', MAX(gseq)::text) AS notified FROM added`,
   listEvents: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
   listEventsGlobal: "SELECT gseq, session_id, seq, type, ts, data FROM events WHERE gseq > $1 ORDER BY gseq LIMIT $2",
   lastEventSeq: "SELECT COALESCE(MAX(seq), 0)::int AS n FROM events WHERE session_id = $1",
@@ -136,6 +86,7 @@ export const SQL = {
     ORDER BY id`,
 
   ...CLUSTER_SQL,
+  ...FENCED_SQL,
 } as const;
 
 export type StatementName = keyof typeof SQL;

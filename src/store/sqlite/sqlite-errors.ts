@@ -1,9 +1,9 @@
-import Database from "better-sqlite3";
 import { VeilError } from "../../errors.js";
+import { SqliteError } from "./driver.js";
 
 /** Turns constraint failures into catalogue errors; everything else passes through. */
 export function mapSqliteError(error: unknown, what: string, sessionId?: string): unknown {
-  if (!(error instanceof Database.SqliteError)) return error;
+  if (!(error instanceof SqliteError)) return error;
   if (error.code === "SQLITE_CONSTRAINT_FOREIGNKEY") {
     return new VeilError("SESSION_NOT_FOUND", `Session not found${sessionId ? `: ${sessionId}` : ""} (${what})`, {
       cause: error,

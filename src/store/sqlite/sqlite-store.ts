@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { systemClock, type Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type {
@@ -23,6 +23,7 @@ import type {
   WakeupRow,
 } from "../store.js";
 import { applyMigrations } from "./migrations.js";
+import { openDatabase } from "./driver.js";
 import { mapSqliteError } from "./sqlite-errors.js";
 import {
   auditFromRaw,
@@ -135,7 +136,7 @@ export class SqliteStore implements Store {
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
     const clock = options.clock ?? systemClock;
     if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true });
-    const db = new Database(path);
+    const db = openDatabase(path);
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
       db.pragma("journal_mode = WAL");

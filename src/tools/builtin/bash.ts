@@ -5,7 +5,7 @@ import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import type { ToolOutcome } from "../types.js";
 import { renderCaptured } from "../shared/shell/output-capture.js";
-import { sessionShells } from "../shared/shell/session-shells.js";
+import { prewarmSessionShell, sessionShells } from "../shared/shell/session-shells.js";
 import type { ForegroundRun } from "../shared/shell/shell-manager.js";
 
 const DEFAULT_TIMEOUT_S = 120;
@@ -44,6 +44,8 @@ export const bash = defineTool({
     "stdin is /dev/null and there is no TTY, so interactive prompts (sudo, git commit without -m) fail instead of waiting. " +
     "For servers and other long-running processes pass run_in_background: true, then use bash_output / kill_shell.",
   params: Params,
+  // The first call of a session would wait for bash (and the isolation probe) to start.
+  warmUp: prewarmSessionShell,
   async execute(input: Static<typeof Params>, ctx) {
     const shells = sessionShells(ctx);
     const workingDir = input.workingDir === undefined ? undefined : checkedDir(ctx.workspace, input.workingDir);

@@ -118,11 +118,58 @@ describe("claude-cli engine: compaction and verbatim input", () => {
     const summarizing = h.api.messageRequests.filter((r) => JSON.stringify(r.body.messages).includes("<summary>"));
     expect(summarizing.length).toBeGreaterThan(0);
     expect(h.log.entries.some((e) => e.message.includes("compacted its conversation"))).toBe(true);
+    const compacted = h.wire.filter((e) => e.type === "session.compacted");
+    expect(compacted).toHaveLength(1);
+    expect(compacted[0]).toMatchObject({ reason: "auto", tokensBefore: 6020, summaryMessageId: null });
+    const after = (compacted[0] as { tokensAfter: number }).tokensAfter;
+    expect(after).toBeGreaterThan(0);
+    expect(after).toBeLessThan(6020);
 
     const second = await h.turn("and now?");
     expect(second.stopReason).toBe("stop");
     const sentSecond = JSON.stringify(h.api.messageRequests.at(-1)!.body.messages);
     expect(sentSecond).toContain("The user said /clear please.");
     expect(sentSecond).toContain("and now?");
+  });
+});
+
+describe("claude-cli engine: the agent's compaction threshold, max output tokens, the Stop hook", () => {
+  it("compacts at the agent's autoThreshold over settings and caps each answer at the catalogue's max_output_tokens", async () => {
+    h = await createEngineHarness({
+      models: { "cc/claude-test": { context_window: 10_000, max_output_tokens: 1234 } },
+      settings: { defaultCompaction: { autoThreshold: 0.9 } } as never,
+      agent: { compaction: { autoThreshold: 0.3 } },
+    });
+    h.api.respond((request) => {
+      if (JSON.stringify(request.body.messages).includes("<summary>")) return message().text("<summary>short</summary>").usage({ input_tokens: 300, output_tokens: 30 }).stop();
+      return message().text("noted").usage({ input_tokens: 4000, output_tokens: 20 }).stop();
+    });
+    const outcome = await h.turn("hello");
+    expect(outcome.stopReason).toBe("stop");
+    // 4,020 tokens is past the agent's 30 % of 10,000 but not the settings' 90 %.
+    expect(h.wire.filter((e) => e.type === "session.compacted")).toHaveLength(1);
+    expect(h.api.messageRequests[0]!.body.max_tokens).toBe(1234);
+  });
+
+  it("runs the Stop hook at the end of the run; exit 2 continues it once with the hook's reason", async () => {
+    h = await createEngineHarness({
+      files: { ".veil/hooks/stop.sh": 'input=$(cat)\ncase "$input" in *\'"stop_hook_active":false\'*) echo "run the tests before you finish" >&2; exit 2;; esac\nexit 0\n' },
+      settings: { hooks: { Stop: [{ hooks: [{ type: "command", command: "sh .veil/hooks/stop.sh" }] }] } } as never,
+    });
+    h.api.enqueue(message().text("done").stop(), message().text("tests pass, done").stop());
+    const outcome = await h.turn("fix it");
+    expect(outcome.stopReason).toBe("stop");
+    expect(h.api.messageRequests).toHaveLength(2);
+    expect(JSON.stringify(h.api.messageRequests[1]!.body.messages.at(-1))).toContain("run the tests before you finish");
+    const finals = outcome.events.filter((e) => e.type === "assistant_message").map((e) => (e as { final: boolean }).final);
+    expect(finals).toEqual([false, true]);
+    const rows = await h.store.listMessages(h.sessionId);
+    expect(rows.map((r) => [r.role, r.content])).toEqual([
+      ["user", "fix it"],
+      ["assistant", "done"],
+      ["user", "run the tests before you finish"],
+      ["assistant", "tests pass, done"],
+    ]);
+    expect(h.wire.filter((e) => e.type === "chat.done")).toHaveLength(1);
   });
 });

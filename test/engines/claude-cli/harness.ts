@@ -58,6 +58,7 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
   const tapped: Engine = {
     name: engine.name,
     handles: engine.handles,
+    toolsUpFront: engine.toolsUpFront,
     async *run(request, io) {
       for await (const event of engine.run(request, io)) {
         tap?.(event);

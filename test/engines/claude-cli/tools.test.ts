@@ -59,6 +59,10 @@ describe("claude-cli engine: tools", () => {
     expect(names).not.toContain("mcp__veil__other_custom");
     expect(names).not.toContain("mcp__veil__secret_tool");
     expect(names).not.toContain("mcp__veil__web_fetch");
+    // Every custom tool is already callable: the system prompt has no "not loaded" tier-2 summary.
+    const system = JSON.stringify(h.api.messageRequests[0]!.body.system);
+    expect(system).not.toContain("## Custom tools");
+    expect(system).not.toContain("then tool_activate");
     const schema = h.api.messageRequests[0]!.body.tools.find((t: { name: string }) => t.name === "mcp__veil__echo_upper");
     expect(schema.input_schema.properties.input.type).toBe("string");
 

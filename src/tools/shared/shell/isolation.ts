@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Disposable } from "../../types.js";
@@ -37,9 +37,20 @@ const PARENT_DEATH = ["setpriv", "--pdeathsig", "KILL"];
 
 export const PROCESS_GROUP: Isolation = { mode: "process-group", prefix: [] };
 
+const PROBE_TIMEOUT_MS = 5_000;
+
 function works(prefix: readonly string[]): boolean {
-  const probe = spawnSync(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: 5_000 });
+  const probe = spawnSync(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: PROBE_TIMEOUT_MS });
   return probe.status === 0;
+}
+
+/** works(), without blocking the event loop. */
+function worksAsync(prefix: readonly string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = spawn(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: PROBE_TIMEOUT_MS });
+    probe.once("error", () => resolve(false));
+    probe.once("exit", (code) => resolve(code === 0));
+  });
 }
 
 /** Tries each namespace prefix (with setpriv's parent-death signal when available) with `true`. */
@@ -53,15 +64,38 @@ export function detectIsolation(platform: NodeJS.Platform = process.platform): I
   return { mode: "process-group", prefix: deathSignal };
 }
 
+/** detectIsolation(), without blocking the event loop (the same probes, in the same order). */
+export async function detectIsolationAsync(platform: NodeJS.Platform = process.platform): Promise<Isolation> {
+  if (platform !== "linux") return PROCESS_GROUP;
+  const deathSignal = (await worksAsync(PARENT_DEATH)) ? PARENT_DEATH : [];
+  for (const namespace of [NAMESPACE, USER_NAMESPACE]) {
+    const prefix = [...deathSignal, ...namespace];
+    if (await worksAsync(prefix)) return { mode: "pid-namespace", prefix };
+  }
+  return { mode: "process-group", prefix: deathSignal };
+}
+
 /** Holds the detection result for the runtime's lifetime. */
 export class IsolationProbe implements Disposable {
   private result?: Isolation;
+  private probing?: Promise<Isolation>;
 
-  constructor(private readonly detect: () => Isolation = detectIsolation) {}
+  constructor(
+    private readonly detect: () => Isolation = detectIsolation,
+    private readonly detectAsync: () => Promise<Isolation> = detectIsolationAsync,
+  ) {}
 
+  /** The result; detected here, blocking, when no warm-up has finished it yet. */
   get(): Isolation {
     this.result ??= this.detect();
     return this.result;
+  }
+
+  /** Detects ahead without blocking (a warm-up); get() after it returns at once. */
+  warm(): Promise<Isolation> {
+    if (this.result) return Promise.resolve(this.result);
+    this.probing ??= this.detectAsync().then((found) => (this.result ??= found));
+    return this.probing;
   }
 
   dispose(): void {}

@@ -68,6 +68,8 @@ export class PersistentShell {
   private exited?: Promise<void>;
   private stderrTail = "";
   private dead = false;
+  /** dispose() was called: this shell never starts (again). */
+  private closed = false;
   private inFlight = 0;
   /** Set when ~/.bashrc kept bash from starting and we started without it. */
   bashrcSkipped = false;
@@ -95,16 +97,17 @@ export class PersistentShell {
     const loadBashrc = this.options.loadBashrc ?? true;
     const ready = await this.spawnAndWait(loadBashrc);
     if (ready) return;
-    await this.dispose();
+    await this.stop();
     const detail = this.stderrTail.trim();
-    if (loadBashrc) {
+    // Closed while starting (its session ended): no second try, which nothing would ever end.
+    if (loadBashrc && !this.closed) {
       this.dead = false;
       this.stderrTail = "";
       this.bashrcSkipped = true;
       if (await this.spawnAndWait(false)) return;
-      await this.dispose();
+      await this.stop();
     }
-    throw new Error(`bash did not start${detail ? `: ${detail}` : ""}`);
+    throw new Error(this.closed ? "the shell was closed while it started" : `bash did not start${detail ? `: ${detail}` : ""}`);
   }
 
   /** Runs one command; calls are queued so only one runs at a time. */
@@ -120,6 +123,11 @@ export class PersistentShell {
    * is reaped and no process carrying the shell's tag is left.
    */
   async dispose(): Promise<void> {
+    this.closed = true;
+    await this.stop();
+  }
+
+  private async stop(): Promise<void> {
     this.dead = true;
     if (this.child?.pid !== undefined) await killTree(this.target());
     await this.exited;

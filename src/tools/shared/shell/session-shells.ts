@@ -17,6 +17,21 @@ export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "se
   });
 }
 
+/**
+ * bash's warm-up: detects the isolation without blocking, then has the session's shell
+ * manager start the foreground shell in the workspace for the first bash call to adopt.
+ */
+export async function prewarmSessionShell(ctx: Parameters<typeof sessionShells>[0]): Promise<void> {
+  const options: ShellServiceOptions = ctx.services.shell ?? {};
+  try {
+    if (options.isolation !== "process-group") await ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).warm();
+    // The session may have closed meanwhile: its scope then refuses the manager, and nothing starts.
+    await sessionShells(ctx).prewarm();
+  } catch {
+    // Best effort: the first bash call starts its shell itself, and reports what fails.
+  }
+}
+
 /** The background shell with this id, or SHELL_NOT_FOUND naming the ids that exist. */
 export function findBackground(ctx: Parameters<typeof sessionShells>[0], shellId: string): BackgroundShell {
   const manager = ctx.session.peek<ShellManager>(SHELLS_KEY);

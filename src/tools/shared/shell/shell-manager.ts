@@ -50,6 +50,8 @@ export class ShellManager implements Disposable {
   private isolation: Isolation;
   private readonly backgrounds = new Map<string, BackgroundShell>();
   private disposed = false;
+  /** The foreground shell started ahead of the first bash call (prewarm), not yet adopted. */
+  private spare?: { cwd: string; shell: PersistentShell; started: Promise<boolean> };
 
   constructor(private readonly options: ShellManagerOptions) {
     this.isolation = options.isolation;
@@ -120,11 +122,28 @@ export class ShellManager implements Disposable {
     return [...this.backgrounds.keys()];
   }
 
+  /**
+   * Starts the foreground shell in the workspace ahead of the first bash call, which adopts
+   * it when it would start its shell there with the same isolation (the usual case); a first
+   * call with another workingDir closes it and starts its own, as without a warm-up. Until
+   * adopted it is only held here, so dispose() ends it like any other shell. Resolves once
+   * it has started (or failed to: the first call then starts one the usual way).
+   */
+  prewarm(): Promise<void> {
+    if (this.disposed || this.foreground || this.starting || this.spare) return Promise.resolve();
+    const cwd = this.initialDir ?? this.options.workspace;
+    const shell = this.makeShell(cwd);
+    this.spare = { cwd, shell, started: gatedStart(() => shell.start()).then(() => true, () => false) };
+    return this.spare.started.then(() => undefined);
+  }
+
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     const shells: { dispose(): Promise<void> }[] = [...this.backgrounds.values()];
     if (this.foreground) shells.push(this.foreground);
+    if (this.spare) shells.push(this.spare.shell);
+    this.spare = undefined;
     await Promise.allSettled(shells.map((shell) => shell.dispose()));
     rmSync(this.tempDir, { recursive: true, force: true });
   }
@@ -140,32 +159,50 @@ export class ShellManager implements Disposable {
     return this.starting;
   }
 
+  private makeShell(cwd: string): PersistentShell {
+    return new PersistentShell({
+      cwd,
+      isolation: this.isolation,
+      tempDir: this.tempDir,
+      clock: this.options.clock,
+      loadBashrc: this.options.loadBashrc,
+      env: this.options.env,
+    });
+  }
+
+  /** The prewarmed shell if it started in `cwd` and still runs; otherwise it is ended. */
+  private async adoptSpare(cwd: string): Promise<PersistentShell | undefined> {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (!spare) return undefined;
+    if (spare.cwd === cwd && (await spare.started) && spare.shell.alive) return spare.shell;
+    await spare.shell.dispose();
+    return undefined;
+  }
+
   private async spawnForeground(workingDir: string | undefined): Promise<PersistentShell> {
     this.initialDir ??= workingDir ?? this.options.workspace;
-    const make = () =>
-      new PersistentShell({
-        cwd: this.initialDir!,
-        isolation: this.isolation,
-        tempDir: this.tempDir,
-        clock: this.options.clock,
-        loadBashrc: this.options.loadBashrc,
-        env: this.options.env,
-      });
-    let shell = make();
+    let shell = await this.adoptSpare(this.initialDir);
+    if (!shell) shell = await this.startShell(this.initialDir);
+    if (this.disposed) {
+      await shell.dispose();
+      throw new Error("the session's shells are closed");
+    }
+    this.foreground = shell;
+    return shell;
+  }
+
+  private async startShell(cwd: string): Promise<PersistentShell> {
+    let shell = this.makeShell(cwd);
     try {
       await gatedStart(() => shell.start());
     } catch (error) {
       // unshare passed the probe but failed here (e.g. a seccomp policy): fall back once.
       if (this.isolation.mode === "process-group") throw error;
       this.isolation = PROCESS_GROUP;
-      shell = make();
+      shell = this.makeShell(cwd);
       await gatedStart(() => shell.start());
     }
-    if (this.disposed) {
-      await shell.dispose();
-      throw new Error("the session's shells are closed");
-    }
-    this.foreground = shell;
     return shell;
   }
 }

@@ -1,0 +1,34 @@
+import type { ReasoningConfig } from "../config/types.js";
+import type { InboxItem } from "../store/store.js";
+
+/**
+ * Several nodes: a chat may arrive on a node that does not own its session, and the owner then
+ * starts the run from the inbox row alone. The row's meta carries the call's per-call options
+ * under this key until the message is delivered; the history keeps the message's own meta.
+ */
+const RUN_OPTIONS_KEY = "run_options";
+
+export interface RunOptions {
+  model?: string;
+  reasoning?: ReasoningConfig;
+}
+
+/** The meta to store in the inbox: `meta` plus the options when the call has any. */
+export function withRunOptions(meta: Record<string, unknown> | null, options: RunOptions): Record<string, unknown> | null {
+  if (options.model === undefined && options.reasoning === undefined) return meta;
+  return { ...meta, [RUN_OPTIONS_KEY]: { ...(options.model !== undefined ? { model: options.model } : {}), ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}) } };
+}
+
+/** The options of the message that starts a run (none stored: the session's and agent's apply). */
+export function runOptionsOf(item: InboxItem): RunOptions {
+  const stored = item.meta?.[RUN_OPTIONS_KEY] as RunOptions | undefined;
+  if (!stored || typeof stored !== "object") return {};
+  return { ...(stored.model ? { model: stored.model } : {}), ...(stored.reasoning ? { reasoning: stored.reasoning } : {}) };
+}
+
+/** The meta the delivered user message keeps. */
+export function withoutRunOptions(meta: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!meta || !(RUN_OPTIONS_KEY in meta)) return meta;
+  const { [RUN_OPTIONS_KEY]: _options, ...rest } = meta;
+  return Object.keys(rest).length > 0 ? rest : null;
+}
