@@ -3,7 +3,7 @@ import { createSession, percentile, startBenchServer, startLoadClient, startScri
 
 const SESSIONS = Number(process.env.VEIL_BENCH_SESSIONS ?? 200);
 /** Each turn: short tool calls (bash, read_file, bash), then a short streamed answer. */
-const TOOL_STEPS = 3;
+const TOOL_STEPS = Number(process.env.VEIL_BENCH_TOOL_STEPS ?? 3);
 const TEXT_CHUNKS = 5;
 const IDLE_PROBE_MS = 2000;
 const PROBE_PAUSE_MS = 10;
@@ -19,8 +19,8 @@ export async function run(): Promise<BenchResult[]> {
   try {
     const ids: string[] = [];
     for (let i = 0; i < SESSIONS; i++) ids.push(await createSession(server));
-    const probePaths = ["/health", ...ids.slice(0, 20).map((id) => `/sessions/${id}`)];
-    const probeKeys = ["/health", "/sessions/:id"] as const;
+    const probePaths = [...ids.slice(0, 20).flatMap((id) => ["/health", `/sessions/${id}`]), "new:/health"];
+    const probeKeys = ["/health", "/sessions/:id", "/health (new connection)"] as const;
 
     // One session's turns alone (its first turn starts its shell), then idle probes.
     const loneSession = await createSession(server);
@@ -32,6 +32,9 @@ export async function run(): Promise<BenchResult[]> {
     await new Promise((resolve) => setTimeout(resolve, IDLE_PROBE_MS));
     const idleProbes = (await idle.stop()).probes;
 
+    // The turns' connections are open before they start, as a client's kept-alive pool is: a burst of
+    // new connections is accepted one per event-loop turn (libuv), which the new-connection probe shows.
+    await Promise.all(ids.map(async (id) => (await server.fetch(`/sessions/${id}`)).arrayBuffer()));
     const busy = startLoadClient();
     await busy.send({ cmd: "probe", url: server.url, secret: server.secret, paths: probePaths, pauseMs: PROBE_PAUSE_MS });
     const cpu0 = server.cpuSeconds();
@@ -53,6 +56,7 @@ export async function run(): Promise<BenchResult[]> {
     return [
       probeResult("/health", `/health p99 while ${SESSIONS} sessions run a turn at once (${TOOL_STEPS} tool calls each)`),
       probeResult("/sessions/:id", `GET /sessions/:id p99 while ${SESSIONS} sessions run`),
+      probeResult("/health (new connection)", `/health p99 on a new connection each time while ${SESSIONS} sessions run`),
       withBaseline({
         name: `slowest of ${SESSIONS} concurrent turns`,
         value: Math.max(...turns),

@@ -6,10 +6,11 @@
  * Commands over IPC:
  *  - `readers`: N SSE connections to one path; `paused` ones read their headers and then
  *    nothing more (a client that stopped reading). Answers `ready` once all are connected.
- *  - `probe`: GET each path in turn, one request in flight, a pause between; keeps the latencies.
+ *  - `probe`: GET each path in turn, one request in flight, a pause between, over one kept-alive
+ *    connection (a path written `new:/health` opens a new connection each time); keeps the latencies.
  *  - `stop`: ends everything and answers with what was seen.
  */
-import { request, type IncomingMessage, type ClientRequest } from "node:http";
+import { Agent, request, type IncomingMessage, type ClientRequest } from "node:http";
 
 export type LoadCommand =
   | { cmd: "readers"; url: string; secret: string; path: string; n: number; paused: boolean }
@@ -62,12 +63,15 @@ function openReader(url: string, secret: string, path: string, paused: boolean):
   });
 }
 
-async function get(url: string, secret: string, path: string): Promise<number> {
+/** One connection for the probes, as a monitor or a UI keeps it. */
+const keptAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+
+async function get(url: string, secret: string, path: string, fresh: boolean): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
     let connected = 0;
     let headers = 0;
-    const req = request(`${url}${path}`, { headers: { authorization: `Bearer ${secret}` }, agent: false }, (res) => {
+    const req = request(`${url}${path}`, { headers: { authorization: `Bearer ${secret}` }, agent: fresh ? false : keptAlive }, (res) => {
       headers = performance.now();
       res.once("end", () => {
         if (process.env.VEIL_BENCH_DEBUG && performance.now() - t0 > 500) console.error(`${(Date.now() - (performance.now() - t0)) % 100000} slow ${path}: connect ${(connected - t0).toFixed(0)} headers ${(headers - t0).toFixed(0)} end ${(performance.now() - t0).toFixed(0)}`);
@@ -76,7 +80,7 @@ async function get(url: string, secret: string, path: string): Promise<number> {
       res.once("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`GET ${path}: HTTP ${res.statusCode}`))));
     });
     req.on("error", reject);
-    req.on("socket", (socket) => socket.once("connect", () => (connected = performance.now())));
+    if (fresh) req.on("socket", (socket) => socket.once("connect", () => (connected = performance.now())));
     req.end();
   });
   return performance.now() - t0;
@@ -84,9 +88,11 @@ async function get(url: string, secret: string, path: string): Promise<number> {
 
 async function probe(url: string, secret: string, paths: string[], pauseMs: number): Promise<void> {
   for (let i = 0; probing; i++) {
-    const path = paths[i % paths.length]!;
-    const key = path.replace(/\/sess_[^/]+/, "/:id");
-    (probes[key] ??= []).push(await get(url, secret, path));
+    const entry = paths[i % paths.length]!;
+    const fresh = entry.startsWith("new:");
+    const path = fresh ? entry.slice(4) : entry;
+    const key = `${path.replace(/\/sess_[^/]+/, "/:id")}${fresh ? " (new connection)" : ""}`;
+    (probes[key] ??= []).push(await get(url, secret, path, fresh));
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
@@ -127,6 +133,7 @@ process.on("message", (message: LoadCommand) => {
           probes,
         };
         for (const r of readers) r.req.destroy();
+        keptAlive.destroy();
         send(report);
         process.disconnect?.();
       }
