@@ -99,6 +99,8 @@ export class PersistentShell {
 
   /** Starts bash and waits until it answers; falls back to --norc once if ~/.bashrc wedges it. */
   async start(): Promise<void> {
+    // Disposed while it waited for its turn to start (a prewarmed shell of a session that ended).
+    if (this.closed) throw new Error("the shell was closed before it started");
     const loadBashrc = this.options.loadBashrc ?? true;
     const ready = await this.spawnAndWait(loadBashrc);
     if (ready) return;

@@ -45,3 +45,13 @@ describe.each(modes)("a shell closed during ~/.bashrc (%s)", (_name, isolation) 
     expect(existsSync(paths.lock)).toBe(false);
   });
 });
+
+describe("a shell disposed before its start ran (a prewarmed shell of a session that ended)", () => {
+  it("never spawns bash: start() refuses at once", async () => {
+    home = mkdtempSync(join(tmpdir(), "veil-rc-home-"));
+    const shell = new PersistentShell({ cwd: home, isolation: PROCESS_GROUP, tempDir: home, clock: systemClock, env: { ...process.env, HOME: home } });
+    await shell.dispose();
+    await expect(shell.start()).rejects.toThrow(/closed before it started/);
+    expect(shell.pid).toBeUndefined();
+  });
+});
