@@ -82,6 +82,8 @@ export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSessio
  * while the run still holds the session; then the context and the recorder let go of it.
  */
 export async function settleRunContext(id: string, live: LiveSession, recorder: RunRecorder, log: Logger): Promise<void> {
+  // A run cut between a model call and its assistant step still counts that call's tokens.
+  await recorder.storeSpend().catch((error) => log.warn("could not store the last call's usage", { sessionId: id, error: String(error) }));
   try {
     await live.context.settle();
   } catch (error) {
