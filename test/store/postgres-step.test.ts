@@ -61,13 +61,9 @@ suite("PostgreSQL: statements on a loop step's path", () => {
   });
 });
 
-/** The call's usage rides on the assistant row's statement (no addTokenUsage of its own). */
-const STEP_STATEMENTS = [
-  "appendAssistantStepFenced",
-  "setToolCallStateFenced",
-  "setToolCallStateFenced",
-  "addAudit",
-  "recordToolResultFenced",
-  "listInbox",
-  "getSession",
-];
+/**
+ * The call's usage rides on the assistant row's statement (no addTokenUsage of its own); with
+ * no PreToolUse hook the call goes pending → executing (no "validating" write); the boundary
+ * reads the inbox only after an arrival (none here).
+ */
+const STEP_STATEMENTS = ["appendAssistantStepFenced", "setToolCallStateFenced", "addAudit", "recordToolResultFenced", "getSession"];
