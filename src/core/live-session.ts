@@ -11,6 +11,8 @@ import type { Store } from "../store/store.js";
 import { SessionContext } from "./compaction/session-context.js";
 import type { RunRecorder } from "./recorder.js";
 import { Resources } from "./resources.js";
+import { InboxWatch } from "./inbox-watch.js";
+import type { Clock } from "../base/clock.js";
 
 /** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
 export const ENGINE_STATE_KEY = "engineState";
@@ -33,6 +35,8 @@ export interface LiveSession {
   pending: Map<string, { resolve: (r: RunResult) => void; perCall: { model?: string } }>;
   /** Waiters for messages drained into the current run. */
   consumed: ((r: RunResult) => void)[];
+  /** Whether a boundary must read the inbox (arrivals seen since the last read). */
+  inbox: InboxWatch;
   closing: boolean;
 }
 
@@ -43,6 +47,7 @@ export interface LiveSessionDeps {
   ids: IdGenerator;
   log: Logger;
   llm: LlmClient;
+  clock: Pick<Clock, "monotonic">;
 }
 
 /** USD of one call at models.json prices of the model that answered (null: no price). */
@@ -58,6 +63,7 @@ export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSessio
     recorder: null,
     pending: new Map(),
     consumed: [],
+    inbox: new InboxWatch(deps.clock),
     closing: false,
     context: new SessionContext({
       sessionId: id,
@@ -82,6 +88,8 @@ export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSessio
  * while the run still holds the session; then the context and the recorder let go of it.
  */
 export async function settleRunContext(id: string, live: LiveSession, recorder: RunRecorder, log: Logger): Promise<void> {
+  // A run cut between a model call and its assistant step still counts that call's tokens.
+  await recorder.storeSpend().catch((error) => log.warn("could not store the last call's usage", { sessionId: id, error: String(error) }));
   try {
     await live.context.settle();
   } catch (error) {

@@ -4,7 +4,7 @@ import { ZERO_USAGE, type TokenUsage } from "../base/usage.js";
 import type { RunEvent, RunResult, StopReason, ToolCallResult } from "../engines/types.js";
 import { addUsage, contextSize } from "../engines/stop-conditions.js";
 import type { AssistantMessage, ToolCallRequest } from "../llm/types.js";
-import type { MessageRow, Store, ToolCallState } from "../store/store.js";
+import type { MessageRow, StepSpend, Store, ToolCallState } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import type { Attachment } from "../tools/types.js";
 
@@ -42,11 +42,17 @@ export class RunRecorder {
   private iterations = 0;
   private last: { content: string | null; finishReason: string; messageId: string | null } = { content: null, finishReason: "stop", messageId: null };
   private ended: { stopReason: StopReason; error?: { code: string; message: string } } | null = null;
+  /**
+   * The last model call's usage, not yet stored: the assistant step that follows it stores it
+   * in its own statement (one round trip less per step); any other write stores it first.
+   */
+  private unstoredSpend: StepSpend | null = null;
 
   constructor(private readonly deps: RecorderDeps) {}
 
   async apply(event: RunEvent): Promise<void> {
     const { sessionId, events } = this.deps;
+    if (this.unstoredSpend && event.type !== "assistant_message" && !event.type.endsWith("_delta") && event.type !== "tool_call_started") await this.storeSpend();
     switch (event.type) {
       case "text_delta":
         void events.publish(sessionId, { type: "chat.chunk", content: event.delta });
@@ -78,6 +84,7 @@ export class RunRecorder {
   }
 
   async toolState(callId: string, state: Extract<ToolCallState, "validating" | "executing">): Promise<void> {
+    await this.storeSpend();
     await this.deps.store.setToolCallState(callId, this.deps.sessionId, state);
   }
 
@@ -93,6 +100,7 @@ export class RunRecorder {
   async toolFinished(result: ToolCallResult, input: unknown): Promise<void> {
     const { sessionId, store, events, ids } = this.deps;
     const { call } = result;
+    await this.storeSpend();
     const row = await store.recordToolResult({
       sessionId,
       callId: call.id,
@@ -117,6 +125,7 @@ export class RunRecorder {
   /** User rows a boundary moved from the inbox into the history. */
   async drained(rows: MessageRow[]): Promise<void> {
     const { sessionId, events } = this.deps;
+    await this.storeSpend();
     for (const row of rows) {
       this.deps.context?.addRow(row);
       void events.publish(sessionId, { type: "chat.message", role: "user", id: row.id, session_id: sessionId, content: row.content, created_at: row.created_at });
@@ -146,7 +155,16 @@ export class RunRecorder {
    */
   async addSpend(usage: TokenUsage, model: string, contextSize: number): Promise<void> {
     const cost = this.price(usage, model);
+    await this.storeSpend();
     await this.deps.store.addTokenUsage(this.deps.sessionId, usage, contextSize, cost);
+  }
+
+  /** Stores a model call's usage that no assistant step took (the run ended without one). */
+  async storeSpend(): Promise<void> {
+    const spend = this.unstoredSpend;
+    if (!spend) return;
+    this.unstoredSpend = null;
+    await this.deps.store.addTokenUsage(this.deps.sessionId, spend.usage, spend.contextSize, spend.costUsd);
   }
 
   private async addUsage(usage: TokenUsage, model?: string): Promise<void> {
@@ -154,7 +172,8 @@ export class RunRecorder {
     this.usage = addUsage(this.usage, usage);
     const cost = this.price(usage, model);
     this.deps.context?.noteUsage(usage);
-    await this.deps.store.addTokenUsage(this.deps.sessionId, usage, contextSize(usage), cost);
+    await this.storeSpend();
+    this.unstoredSpend = { usage, contextSize: contextSize(usage), costUsd: cost };
   }
 
   private price(usage: TokenUsage, model?: string): number {
@@ -168,9 +187,12 @@ export class RunRecorder {
   private async assistant(message: AssistantMessage, finishReason: string, usage: TokenUsage, final: boolean): Promise<void> {
     const { sessionId, store, events, ids } = this.deps;
     const calls = message.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+    const spend = this.unstoredSpend ?? undefined;
+    this.unstoredSpend = null;
     const row = await store.appendAssistantStep(
       { id: ids.next("msg"), session_id: sessionId, role: "assistant", content: message.content, thinking: message.thinking, tool_calls: calls.length ? calls : null, finish_reason: finishReason, token_usage: usage },
       calls,
+      spend,
     );
     this.last = { content: message.content, finishReason, messageId: row.id };
     this.deps.context?.addRow(row);

@@ -53,7 +53,7 @@ export async function recordSessionStart(
  * Undefined when no Stop hook is configured, so engines skip the call.
  */
 export function stopHook(
-  deps: { hooks?: HookRunner; store: Store; ids: IdGenerator; now(): number },
+  deps: { hooks?: HookRunner; store: Store; ids: IdGenerator; now(): number; /** The continuation is in the inbox. */ queued?(): void },
   sessionId: string,
 ): (() => Promise<boolean>) | undefined {
   const hooks = deps.hooks;
@@ -62,6 +62,7 @@ export function stopHook(
     const { continueWith } = await hooks.stop({ sessionId });
     if (continueWith === undefined) return false;
     await deps.store.addInbox({ id: deps.ids.next("msg"), session_id: sessionId, content: continueWith, meta: hookMeta("Stop"), created_at: new Date(deps.now()).toISOString() });
+    deps.queued?.();
     return true;
   };
 }

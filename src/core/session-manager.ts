@@ -200,6 +200,7 @@ export class SessionManager {
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
+    live.inbox.arrived();
     try {
       // Cluster: the owner may be another node, which starts the run from the inbox row alone.
       const stored = this.gate ? withRunOptions(meta, options) : meta;
@@ -362,6 +363,8 @@ export class SessionManager {
 
   /** Starts a run when the idle session has queued messages (cluster: the inbox signal, a takeover). */
   async resumeInbox(id: string): Promise<void> {
+    // Cluster: another node queued a row; a run here reads it at its next boundary.
+    this.live.get(id)?.inbox.arrived();
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
     if (session?.status !== "idle" || this.live.get(id)?.run) return;
@@ -493,6 +496,8 @@ export class SessionManager {
       context: live.context,
     });
     live.recorder = recorder;
+    // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
+    live.inbox.arrived();
     let result: RunResult;
     try {
       await live.context.quiet();
@@ -511,7 +516,7 @@ export class SessionManager {
         saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
         modelContext: () => live.context.modelContext(),
         modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
-        runEnding: stopHook({ hooks: this.deps.hooks, store, ids, now: () => clock.now() }, id),
+        runEnding: stopHook({ hooks: this.deps.hooks, store, ids, now: () => clock.now(), queued: () => live.inbox.arrived() }, id),
         clock,
         log,
       };
@@ -590,6 +595,7 @@ export class SessionManager {
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */
   private async drain(id: string, live: LiveSession, recorder: RunRecorder, store: Store): Promise<MessageRow[]> {
+    if (!live.inbox.mustRead(live.pending.size)) return [];
     const items = await store.listInbox(id);
     if (items.length === 0) return [];
     const rows = await store.deliverInbox(

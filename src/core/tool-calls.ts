@@ -33,6 +33,9 @@ const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 /**
  * Runs one tool call through its persisted states:
  * pending → validating → executing → done | error | cancelled. Never throws.
+ * "validating" is stored only when a PreToolUse hook is awaited between the checks and the
+ * run; without one the checks are synchronous, so the first stored state is "executing"
+ * (or the result's): one write less per call, and recovery treats pending and validating alike.
  */
 export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps): Promise<ToolCallResult> {
   const { recorder, signal } = deps;
@@ -51,7 +54,6 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
     return result;
   };
 
-  await recorder.toolState(call.id, "validating");
   const parsed = parseArguments(call.arguments);
   const input = parsed.ok ? parsed.value : call.arguments;
   await recorder.toolStarted(call, input);
@@ -66,6 +68,7 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
   if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
   const hooks = deps.hooks;
   if (hooks?.has("PreToolUse")) {
+    await recorder.toolState(call.id, "validating");
     // A blocked call never runs: the hook's reason (its stderr) is the result the model sees.
     const decision = await hooks.preToolUse({ sessionId: deps.sessionId ?? "", toolName: call.name, toolInput: parsed.value });
     if (decision.blocked) return finish("error", { output: decision.reason }, input);

@@ -52,6 +52,13 @@ export type SessionPatch = Partial<
   Pick<SessionRow, "status" | "model" | "reasoning" | "budget_override" | "token_usage" | "context_size">
 >;
 
+/** One model call's usage, its prompt window and its price, as addTokenUsage takes them. */
+export interface StepSpend {
+  usage: TokenUsage;
+  contextSize: number;
+  costUsd?: number;
+}
+
 export type MessageRole = "system" | "user" | "assistant" | "tool";
 
 export interface StoredToolCall {
@@ -170,8 +177,11 @@ export interface Store {
   /** Flags rows as hidden from the model (compaction); rows are never deleted. */
   setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void>;
 
-  /** An assistant row and its tool-call rows (state pending), in one transaction. */
-  appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow>;
+  /**
+   * An assistant row and its tool-call rows (state pending), in one transaction; with
+   * `spend`, the call's usage is added to the session's totals in it too (as addTokenUsage).
+   */
+  appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend): Promise<MessageRow>;
   /** A tool result row and its call's terminal state, in one transaction. */
   recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow>;
 

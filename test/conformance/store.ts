@@ -499,6 +499,38 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         expect(await store.listToolCalls("nope")).toEqual([]);
       });
 
+      it("adds a step's spend to the session's totals with the assistant row", async () => {
+        await session("s1");
+        await store.addTokenUsage("s1", usage(1), 40, 0.5);
+        await store.appendAssistantStep(message("a1", "s1", { role: "assistant" }), [{ id: "c1", name: "bash", arguments: "{}" }], { usage: usage(10), contextSize: 120, costUsd: 0.25 });
+        const row = await store.getSession("s1");
+        expect(row?.token_usage).toEqual(usage(11));
+        expect(row?.context_size).toBe(120);
+        expect(row?.cost_usd).toBeCloseTo(0.75, 10);
+        expect((await store.listMessages("s1")).map((m) => m.id)).toEqual(["a1"]);
+      });
+
+      it("leaves the session's totals alone when a step has no spend", async () => {
+        await session("s1");
+        await store.addTokenUsage("s1", usage(2), 77, 0.5);
+        const before = await store.getSession("s1");
+        await store.appendAssistantStep(message("a1", "s1", { role: "assistant" }), []);
+        const after = await store.getSession("s1");
+        expect(after?.token_usage).toEqual(before?.token_usage);
+        expect(after?.context_size).toBe(77);
+        expect(after?.cost_usd).toBeCloseTo(0.5, 10);
+      });
+
+      it("stores neither the row nor the spend when the step fails (repeated message id)", async () => {
+        await session("s1");
+        await store.appendMessage(message("a1", "s1"));
+        await expect(store.appendAssistantStep(message("a1", "s1", { role: "assistant" }), [], { usage: usage(5), contextSize: 9 })).rejects.toBeDefined();
+        const row = await store.getSession("s1");
+        expect(row?.token_usage).toEqual(usage(0));
+        expect(row?.context_size).toBe(0);
+        expect(await store.listMessages("s1")).toHaveLength(1);
+      });
+
       it("records a tool result and its call's terminal state together", async () => {
         await session("s1");
         await store.appendAssistantStep(message("a1", "s1", { role: "assistant" }), [{ id: "c1", name: "bash", arguments: "{}" }]);

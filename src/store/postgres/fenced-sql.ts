@@ -18,9 +18,24 @@ const MESSAGE_VALUES = "$1, $2, next.last_message_seq, $3, $4, $5, $6, $7, $8, $
 const MESSAGE_INSERT = "INSERT INTO messages (id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, created_at)";
 
 /** Bumping the counter takes the session's row lock until commit (gap-free seq); the fence guards that bump. */
-const nextSeq = (fence: string) => `next AS (
-      UPDATE sessions SET last_message_seq = last_message_seq + 1 WHERE id = $2${fence} RETURNING last_message_seq
+const nextSeq = (fence: string, extra = "") => `next AS (
+      UPDATE sessions SET last_message_seq = last_message_seq + 1${extra} WHERE id = $2${fence} RETURNING last_message_seq
     )`;
+
+/**
+ * The assistant step's optional spend ($16–$24, all null for none), added by the same bump
+ * that numbers the row: the call's usage costs no round trip of its own.
+ */
+const STEP_SPEND = `,
+      prompt_tokens = prompt_tokens + COALESCE($16::bigint, 0),
+      completion_tokens = completion_tokens + COALESCE($17::bigint, 0),
+      total_tokens = total_tokens + COALESCE($18::bigint, 0),
+      cached_tokens = cached_tokens + COALESCE($19::bigint, 0),
+      cache_creation_tokens = cache_creation_tokens + COALESCE($20::bigint, 0),
+      reasoning_tokens = reasoning_tokens + COALESCE($21::bigint, 0),
+      context_size = COALESCE($22::bigint, context_size),
+      updated_at = COALESCE($23::text, updated_at),
+      cost_usd = cost_usd + COALESCE($24::double precision, 0)`;
 
 const insertMessage = (fence: string) => `WITH ${nextSeq(fence)}
     ${MESSAGE_INSERT}
@@ -38,7 +53,7 @@ export const TOOL_CALL_UPSERT = `ON CONFLICT (session_id, id) DO UPDATE SET
       ended_at = COALESCE(excluded.ended_at, tool_calls.ended_at)`;
 
 // The assistant message and its pending calls in one statement; the calls wait for the message (EXISTS msg).
-const appendAssistantStep = (fence: string) => `WITH ${nextSeq(fence)}, msg AS (
+const appendAssistantStep = (fence: string) => `WITH ${nextSeq(fence, STEP_SPEND)}, msg AS (
       ${MESSAGE_INSERT}
       SELECT ${MESSAGE_VALUES} FROM next
       RETURNING seq
@@ -103,7 +118,7 @@ export const FENCED_SQL = {
   insertMessage: insertMessage(""),
   insertMessageFenced: insertMessage(fenceAt("$2", 13)),
   appendAssistantStep: appendAssistantStep(""),
-  appendAssistantStepFenced: appendAssistantStep(fenceAt("$2", 16)),
+  appendAssistantStepFenced: appendAssistantStep(fenceAt("$2", 25)),
   recordToolResult: recordToolResult(""),
   recordToolResultFenced: recordToolResult(fenceAt("$2", 16)),
   setToolCallState: setToolCallState(""),

@@ -13,6 +13,7 @@ import type {
   SessionStatus,
   Store,
   StoredEvent,
+  StepSpend,
   StoredToolCall,
   TodoItem,
   TokenUsage,
@@ -152,9 +153,11 @@ export class PgStore implements Store {
     await this.write("set compacted", sessionId, (on) => on.run("setCompacted", [sessionId, messageIds]));
   }
 
-  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
+  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend): Promise<MessageRow> {
+    const cost = spend && Number.isFinite(spend.costUsd ?? 0) ? (spend.costUsd ?? 0) : 0;
+    const spent = spend ? [...USAGE_COLUMNS.map((column) => spend.usage[column]), spend.contextSize, this.nowIso(), cost] : Array(9).fill(null);
     return this.inline(`message ${message.id}`, message.session_id, (on) =>
-      this.insertMessage(on, message, "appendAssistantStep", [calls.map((c) => c.id), calls.map((c) => c.name), calls.map((c) => c.arguments)]),
+      this.insertMessage(on, message, "appendAssistantStep", [calls.map((c) => c.id), calls.map((c) => c.name), calls.map((c) => c.arguments), ...spent]),
     );
   }
 

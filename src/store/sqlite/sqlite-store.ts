@@ -15,6 +15,7 @@ import type {
   SessionStatus,
   Store,
   StoredEvent,
+  StepSpend,
   StoredToolCall,
   TodoItem,
   TokenUsage,
@@ -64,7 +65,7 @@ export class SqliteStore implements Store {
   private readonly clock: Clock;
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
   private readonly setTodosTx: (sessionId: string, todos: TodoItem[]) => void;
-  private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[]) => MessageRow;
+  private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => MessageRow;
   private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
   private readonly eventsTx: (events: readonly NewStoredEvent[]) => StoredEvent[];
   private readonly compactedTx: (sessionId: string, ids: readonly string[]) => void;
@@ -99,7 +100,8 @@ export class SqliteStore implements Store {
       );
     });
     this.setTodosTx = (sessionId, todos) => setTodos.immediate(sessionId, todos);
-    const assistantStep = db.transaction((message: NewMessage, calls: readonly StoredToolCall[]) => {
+    const assistantStep = db.transaction((message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => {
+      if (spend) this.addUsageNow(message.session_id, spend);
       const row = this.insertMessage(message);
       for (const call of calls) {
         this.stmts.upsertToolCall.run({
@@ -109,9 +111,9 @@ export class SqliteStore implements Store {
       }
       return row;
     });
-    this.assistantStepTx = (message, calls) => {
+    this.assistantStepTx = (message, calls, spend) => {
       try {
-        return assistantStep.immediate(message, calls);
+        return assistantStep.immediate(message, calls, spend);
       } catch (error) {
         throw mapSqliteError(error, `message ${message.id}`, message.session_id);
       }
@@ -224,6 +226,10 @@ export class SqliteStore implements Store {
 
   async addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd = 0): Promise<void> {
     this.assertOpen();
+    this.addUsageNow(id, { usage, contextSize, costUsd });
+  }
+
+  private addUsageNow(id: string, { usage, contextSize, costUsd = 0 }: StepSpend): void {
     const result = this.stmts.addTokenUsage.run({
       id,
       now: this.nowIso(),
@@ -280,9 +286,9 @@ export class SqliteStore implements Store {
     this.compactedTx(sessionId, messageIds);
   }
 
-  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[]): Promise<MessageRow> {
+  async appendAssistantStep(message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend): Promise<MessageRow> {
     this.assertOpen();
-    return this.assistantStepTx(message, calls);
+    return this.assistantStepTx(message, calls, spend);
   }
 
   async recordToolResult(input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }): Promise<MessageRow> {

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { reply } from "../helpers/fake-llm.js";
+import { postgresUnavailable, startPostgres, type PostgresCluster } from "../helpers/postgres.js";
+import { createRuntimeHarness } from "../helpers/runtime.js";
+
+const unavailable = postgresUnavailable();
+if (unavailable) console.warn(`[postgres-step.test] skipping every PostgreSQL test: ${unavailable}`);
+const suite = unavailable ? describe.skip : describe;
+
+/** Names of the prepared statements the store's pool runs, in the order they are sent. */
+function recordStatements(store: PostgresStore): string[] {
+  const names: string[] = [];
+  const pool = (store as unknown as { db: { pool: pg.Pool } }).db.pool;
+  const hooked = new WeakSet<pg.PoolClient>();
+  pool.on("acquire", (client) => {
+    if (hooked.has(client)) return;
+    hooked.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as { name?: string } | string;
+      names.push(typeof first === "object" && first.name ? first.name : "(text)");
+      return query(...args);
+    };
+  });
+  return names;
+}
+
+suite("PostgreSQL: statements on a loop step's path", () => {
+  let cluster: PostgresCluster;
+  beforeAll(async () => {
+    cluster = await startPostgres();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("a tool step (assistant row → tool → result → next call) sends only the statements it needs", async () => {
+    const url = await cluster.createDatabase();
+    const h = await createRuntimeHarness({ env: { VEIL_DATABASE_URL: url } });
+    try {
+      const store = h.runtime.store as PostgresStore;
+      for (let i = 0; i < 4; i++) h.llm.enqueue(reply().tool("log_write", { message: `step ${i}`, level: "info" }).stop());
+      h.llm.enqueue(reply().text("done").stop());
+      const session = await h.runtime.sessions.create({ agent: "default" });
+      const names = recordStatements(store);
+      const result = await (await h.runtime.sessions.send(session.id, "go")).result;
+      expect(result.content).toBe("done");
+      const steps = names.flatMap((name, i) => (name.startsWith("appendAssistantStep") ? [i] : []));
+      expect(steps).toHaveLength(5);
+      // One whole step: from the second assistant row to the third; events go out off the path.
+      const step = names.slice(steps[1], steps[2]).filter((name) => !name.startsWith("appendEvents"));
+      console.log(`[postgres-step.test] statements per step: ${step.join(", ")}`);
+      expect(step).toEqual(STEP_STATEMENTS);
+      const row = await store.getSession(session.id);
+      expect(row?.token_usage.total_tokens).toBe(result.usage.total_tokens);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+/**
+ * The call's usage rides on the assistant row's statement (no addTokenUsage of its own); with
+ * no PreToolUse hook the call goes pending → executing (no "validating" write); the boundary
+ * reads the inbox only after an arrival (none here).
+ */
+const STEP_STATEMENTS = ["appendAssistantStepFenced", "setToolCallStateFenced", "addAudit", "recordToolResultFenced", "getSession"];
