@@ -1,94 +1,29 @@
 import { setMaxListeners } from "node:events";
-import type { Budget, ReasoningConfig } from "../config/types.js";
 import { VeilError } from "../errors.js";
-import type { Engine, RunIO, RunResult } from "../engines/types.js";
+import type { RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { ControlAction } from "../store/cluster.js";
-import type { MessageRow, NewSession, SessionRow, SessionStatus } from "../store/store.js";
-import { ZERO_USAGE } from "../store/store.js";
+import type { MessageRow, SessionRow, SessionStatus } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { closeDanglingToolCalls } from "./history.js";
 import { runOptionsOf, withoutRunOptions, withRunOptions } from "./inbox-run-options.js";
-import { modeConfig } from "../tools/permissions.js";
-import { RunRecorder, type RunObserver } from "./recorder.js";
+import type { RunObserver, RunRecorder } from "./recorder.js";
 import type { Resources } from "./resources.js";
 import { prepareRun, type RunSetupDeps } from "./run-setup.js";
-import { runToolCall } from "./tool-calls.js";
 import type { CompactionOutcome } from "./compaction/session-context.js";
-import { createLiveSession, ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
-import type { LlmClient } from "../llm/types.js";
-import type { HookRunner } from "./hooks.js";
-import { recordSessionStart, screenPrompt, stopHook } from "./session-hooks.js";
-import type { RunFence } from "./cluster/fencing.js";
+import { createLiveSession, type ActiveRun, type LiveSession } from "./live-session.js";
+import { recordSessionStart, screenPrompt } from "./session-hooks.js";
+import { handPendingToOwner, runHereOrAwaitOwner, type RunGate } from "./cluster/run-gate.js";
+import { createSession } from "./session-create.js";
+import { executeRun, type RunHost, type RunInbox } from "./run.js";
+import { RunObservers } from "./run-observers.js";
+import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
 
 export type { RunObserver } from "./recorder.js";
-
-export interface SessionManagerDeps extends RunSetupDeps {
-  /** Engines by model key, first match wins (the native loop handles every key last). */
-  engines: readonly Engine[];
-  /** For the summarizer of compactions. */
-  llm: LlmClient;
-  /** Lifecycle hooks (CONTRACT §15); absent: none. */
-  hooks?: HookRunner;
-}
-
-
-export interface CreateSessionInput {
-  agent: string;
-  mode?: string;
-  model?: string | null;
-  reasoning?: ReasoningConfig | null;
-  budget_override?: Budget | null;
-  parent_session_id?: string | null;
-  spawn_depth?: number;
-  instance_name?: string | null;
-  objective?: string | null;
-  success_criteria?: string | null;
-}
-
-export interface SendOptions {
-  /** Per-call model; applies when this message starts a run. */
-  model?: string;
-  reasoning?: ReasoningConfig;
-  meta?: Record<string, unknown>;
-}
-
-export interface SendReceipt {
-  /** The inbox id, which becomes the stored user message id when delivered. */
-  messageId: string;
-  /** "started": the session was idle and a run began; "queued": injected at the next boundary of the running run. */
-  delivery: "started" | "queued";
-  /** Settles when the run that consumed the message ends. */
-  result: Promise<RunResult>;
-}
-
-/**
- * Several nodes on one database (core/cluster): only the node holding a session's lease
- * runs it. Absent on a single node, where every session runs here.
- */
-export interface RunGate {
-  /** True when this node holds (or just took) the session's lease. */
-  acquire(sessionId: string): Promise<boolean>;
-  /**
-   * The result of the run on another node that consumes `messageId`. The wait is registered
-   * before this returns, so a run that ends at once is not missed.
-   */
-  remoteResult(sessionId: string, messageId: string): Promise<RunResult>;
-  /** This node runs the message after all: drop the wait remoteResult registered. */
-  forgetRemoteResult(sessionId: string, messageId: string): void;
-  /** Runs `here` when this node owns the session (or may take it), else has the owner act and returns its answer. */
-  control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T>;
-  /**
-   * The fence a run starting now writes its session through (its lease checked in every
-   * write, a signal aborted when the lease is lost); undefined when this node holds none.
-   */
-  openRun(sessionId: string): Promise<RunFence | undefined>;
-  /** True while this node holds the session's lease (as far as it knows). */
-  holds(sessionId: string): boolean;
-}
-
+export type { RunGate } from "./cluster/run-gate.js";
+export type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 
 /**
  * Owns sessions at run time: one run per session at a time, a durable inbox for
@@ -97,9 +32,7 @@ export interface RunGate {
  */
 export class SessionManager {
   private readonly live = new Map<string, LiveSession>();
-  private readonly observers = new Map<string, Set<RunObserver>>();
-  /** Observers of every session's runs (cluster: replies for messages other nodes sent). */
-  private readonly everyObservers = new Set<RunObserver>();
+  private readonly observers = new RunObservers();
   private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
@@ -107,9 +40,11 @@ export class SessionManager {
   private gate: RunGate | null = null;
 
   private readonly setup: RunSetupDeps;
+  private readonly runHost: RunHost;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+    this.runHost = this.createRunHost();
   }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
@@ -117,33 +52,8 @@ export class SessionManager {
     this.gate = gate;
   }
 
-  async create(input: CreateSessionInput): Promise<SessionRow> {
-    const agents = this.deps.agents();
-    const agent = agents[input.agent];
-    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
-    const mode = input.mode ?? "chat";
-    if (!agent.modes[mode] && mode !== "chat") throw new VeilError("VALIDATION_ERROR", `agent "${agent.name}" has no mode "${mode}"`);
-    if (!modeConfig(agent, mode).enabled) throw new VeilError("VALIDATION_ERROR", `mode "${mode}" of agent "${agent.name}" is disabled`);
-    const max = this.deps.config.settings.limits.maxLiveSessions;
-    if ((await this.deps.store.countLiveSessions()) >= max) {
-      throw new VeilError("BUDGET_EXCEEDED", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
-    }
-    const row: NewSession = {
-      id: this.deps.ids.next("sess"),
-      agent: agent.name,
-      mode,
-      model: input.model ?? null,
-      reasoning: input.reasoning ?? null,
-      budget_override: input.budget_override ?? null,
-      parent_session_id: input.parent_session_id ?? null,
-      spawn_depth: input.spawn_depth ?? 0,
-      instance_name: input.instance_name ?? null,
-      objective: input.objective ?? null,
-      success_criteria: input.success_criteria ?? null,
-    };
-    const created = await this.deps.store.createSession(row);
-    await recordSessionStart(this.deps, created.id, "startup");
-    return created;
+  create(input: CreateSessionInput): Promise<SessionRow> {
+    return createSession(this.deps, input);
   }
 
   async get(id: string): Promise<SessionRow> {
@@ -324,19 +234,12 @@ export class SessionManager {
 
   /** Observes the runs of one session (multi-agent delivery rules hang off this). */
   observe(sessionId: string, observer: RunObserver): () => void {
-    let set = this.observers.get(sessionId);
-    if (!set) this.observers.set(sessionId, (set = new Set()));
-    set.add(observer);
-    return () => {
-      set!.delete(observer);
-      if (set!.size === 0) this.observers.delete(sessionId);
-    };
+    return this.observers.observe(sessionId, observer);
   }
 
   /** Observes the runs of every session on this node. */
   observeEvery(observer: RunObserver): () => void {
-    this.everyObservers.add(observer);
-    return () => void this.everyObservers.delete(observer);
+    return this.observers.observeEvery(observer);
   }
 
   /** After a restart: no run survives, dangling tool calls get placeholders. */
@@ -385,17 +288,14 @@ export class SessionManager {
     this.live.delete(id);
     live.context.abandon(new VeilError("LEASE_LOST", `session "${id}" moved to another node`));
     await live.resources.dispose();
-    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
-    live.pending.clear();
+    if (this.gate) handPendingToOwner(this.gate, id, live);
     this.deps.log.warn("session moved to another node: its run, tools and shells here are stopped", { sessionId: id });
   }
 
   /** A run was about to start on a node that does not hold the session: the owner runs the inbox. */
-  private async notOwner(id: string, live: LiveSession): Promise<RunResult> {
+  private notOwner(id: string, live: LiveSession): void {
     this.deps.log.info("not starting a run: another node holds the session", { sessionId: id });
-    for (const [messageId, waiter] of live.pending) void this.gate?.remoteResult(id, messageId).then(waiter.resolve);
-    live.pending.clear();
-    return { content: null, finishReason: "error", stopReason: "error", messageId: null, usage: { ...ZERO_USAGE }, iterations: 0, error: { code: "LEASE_LOST", message: `session "${id}" is held by another node` } };
+    if (this.gate) handPendingToOwner(this.gate, id, live);
   }
 
   /** Stops every run and disposes every session's resources (server shutdown). */
@@ -431,21 +331,9 @@ export class SessionManager {
 
   /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
   private async startIfOwner(id: string, live: LiveSession, messageId: string, perCall: SendOptions): Promise<void> {
-    const gate = this.gate!;
-    // Waiting first: the owner may run the message and end before acquire() answers here.
-    const remote = gate.remoteResult(id, messageId);
-    try {
-      if (await gate.acquire(id)) {
-        gate.forgetRemoteResult(id, messageId);
-        if (!live.run && !this.stopping) this.startRun(id, perCall);
-        return;
-      }
-      const result = await remote;
-      live.pending.get(messageId)?.resolve(result);
-      live.pending.delete(messageId);
-    } catch (error) {
-      this.deps.log.warn("message could not be handed to the session's owner", { sessionId: id, error: String(error) });
-    }
+    await runHereOrAwaitOwner(this.gate!, this.deps.log, id, live, messageId, () => {
+      if (!live.run && !this.stopping) this.startRun(id, perCall);
+    });
   }
 
   /** Starts a run synchronously-registered, so a concurrent send sees it and queues. */
@@ -456,7 +344,7 @@ export class SessionManager {
     setMaxListeners(0, controller.signal);
     const run: ActiveRun = { controller, stopRequest: null, done: undefined as unknown as Promise<RunResult> };
     live.run = run;
-    run.done = this.executeRun(id, live, run, perCall).finally(() => {
+    run.done = executeRun(this.runHost, id, live, run, perCall).finally(() => {
       if (live.run === run) live.run = null;
     });
     void run.done.then(() => this.startQueued(id, live));
@@ -478,119 +366,27 @@ export class SessionManager {
     }
   }
 
-  private async executeRun(id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
-    const { clock, ids, log, events } = this.deps;
-    // Cluster: the run writes its session through its lease's fence, and stops when the lease is lost.
-    const fence = this.gate ? await this.gate.openRun(id) : undefined;
-    if (this.gate && !fence) return this.notOwner(id, live);
-    fence?.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
-    const store = fence?.store ?? this.deps.store;
-    let modelKey: string | undefined;
-    const recorder = new RunRecorder({
-      sessionId: id,
-      store,
-      events,
-      ids,
-      observers: () => (this.everyObservers.size > 0 ? [...(this.observers.get(id) ?? []), ...this.everyObservers] : [...(this.observers.get(id) ?? [])]),
-      costOf: (usage, model) => priceOf(this.deps.config.models, usage, model ?? modelKey ?? ""),
-      context: live.context,
-    });
-    live.recorder = recorder;
-    // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
-    live.inbox.arrived();
-    let result: RunResult;
-    try {
-      await live.context.quiet();
-      const session = await this.get(id);
-      const turn = await prepareRun(this.setup, session, perCall, live.resources);
-      modelKey = turn.modelKey;
-      await this.setStatus(id, "running", "run started", store);
-      const signal = run.controller.signal;
-      live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
-      const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks: this.deps.hooks, sessionId: id };
-      const io: RunIO = {
-        executeTool: (call) => runToolCall(call, executor),
-        nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder, store)),
-        hasPendingInput: () => live.pending.size > 0,
-        stopRequested: () => run.stopRequest,
-        saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
-        modelContext: () => live.context.modelContext(),
-        modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
-        runEnding: stopHook({ hooks: this.deps.hooks, store, ids, now: () => clock.now(), queued: () => live.inbox.arrived() }, id),
-        clock,
-        log,
-      };
-      const engine = selectEngine(this.deps.engines, turn.modelKey);
-      const stream = engine.run(
-        {
-          sessionId: id,
-          modelKey: turn.modelKey,
-          reasoning: turn.reasoning,
-          systemPrompt: turn.systemPrompt,
-          history: turn.history,
-          toolset: turn.toolset,
-          usageBefore: session.token_usage ?? ZERO_USAGE,
-          maxOutputTokens: turn.model.max_output_tokens,
-          compactThreshold: turn.context.settings.autoThreshold,
-          budget: turn.budget,
-          signal,
-          engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
-        },
-        io,
-      );
-      for await (const event of stream) await recorder.apply(event);
-      result = recorder.result();
-    } catch (error) {
-      const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
-      if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
-      result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
-    }
-    if (fence?.lost) {
-      const reason = fence.signal.reason as Error;
-      result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code: "LEASE_LOST", message: reason.message } };
-    }
-    this.deps.hooks?.runEnded(id);
-    // A failed run answers every message waiting for it with its error; leaving them in the
-    // inbox would restart a run that fails the same way, over and over. (A run cut by a lost
-    // lease leaves them to the new owner.)
-    if (result.stopReason === "error" && !fence?.lost) await this.drain(id, live, recorder, store).catch(() => []);
-    await settleRunContext(id, live, recorder, log);
-    // The summarizer's spend of that compaction is the turn's too.
-    const spent = recorder.result().costUsd;
-    if (spent !== undefined) result = { ...result, costUsd: spent };
-    await this.finishRun(id, live, run, result, store, fence);
-    return result;
+  /** What a run started here may use of this manager (core/run.ts). */
+  private createRunHost(): RunHost {
+    return {
+      deps: this.deps,
+      setup: this.setup,
+      gate: () => this.gate,
+      recorderObservers: (id) => this.observers.forRun(id),
+      sessionObservers: (id) => this.observers.of(id),
+      getSession: (id) => this.get(id),
+      setStatus: (id, status, reason, store) => this.setStatus(id, status, reason, store),
+      notOwner: (id, live) => this.notOwner(id, live),
+      inbox: (id, live, recorder, store) => this.inboxIO(id, live, recorder, store),
+    };
   }
 
-  private async finishRun(id: string, live: LiveSession, run: ActiveRun, result: RunResult, store: Store, fence: RunFence | undefined): Promise<void> {
-    const { events, log } = this.deps;
-    fence?.close();
-    if (fence?.lost) {
-      // The session is another node's now: nothing more is written here, the waiters get the error.
-      for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
-      for (const resolve of live.consumed.splice(0)) resolve(result);
-      return;
-    }
-    try {
-      const session = await store.getSession(id);
-      if (session && session.status === "running") await this.setStatus(id, "idle", result.stopReason, store);
-    } catch (error) {
-      log.warn("could not set session idle", { sessionId: id, error: String(error) });
-    }
-    if (run.controller.signal.aborted) await closeDanglingToolCalls(store, id, this.deps.ids).catch(() => 0);
-    await events.publish(id, {
-      type: "chat.done",
-      content: result.content,
-      finishReason: result.finishReason,
-      stopReason: result.stopReason,
-      tokenUsage: result.usage,
-      messageId: result.messageId,
-      ...(result.costUsd !== undefined ? { cost_usd: result.costUsd } : {}),
-      ...(result.error ? { error: result.error } : {}),
-    });
-    for (const observer of this.observers.get(id) ?? []) observer.onRunEnd?.(result);
-    const waiters = live.consumed.splice(0);
-    for (const resolve of waiters) resolve(result);
+  private inboxIO(id: string, live: LiveSession, recorder: RunRecorder, store: Store): RunInbox {
+    return {
+      nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder, store)),
+      hasPendingInput: () => live.pending.size > 0,
+      drainRest: () => this.drain(id, live, recorder, store),
+    };
   }
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */

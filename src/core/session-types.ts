@@ -1,0 +1,43 @@
+import type { Budget, ReasoningConfig } from "../config/types.js";
+import type { Engine, RunResult } from "../engines/types.js";
+import type { LlmClient } from "../llm/types.js";
+import type { HookRunner } from "./hooks.js";
+import type { RunSetupDeps } from "./run-setup.js";
+
+export interface SessionManagerDeps extends RunSetupDeps {
+  /** Engines by model key, first match wins (the native loop handles every key last). */
+  engines: readonly Engine[];
+  /** For the summarizer of compactions. */
+  llm: LlmClient;
+  /** Lifecycle hooks (CONTRACT §15); absent: none. */
+  hooks?: HookRunner;
+}
+
+export interface CreateSessionInput {
+  agent: string;
+  mode?: string;
+  model?: string | null;
+  reasoning?: ReasoningConfig | null;
+  budget_override?: Budget | null;
+  parent_session_id?: string | null;
+  spawn_depth?: number;
+  instance_name?: string | null;
+  objective?: string | null;
+  success_criteria?: string | null;
+}
+
+export interface SendOptions {
+  /** Per-call model; applies when this message starts a run. */
+  model?: string;
+  reasoning?: ReasoningConfig;
+  meta?: Record<string, unknown>;
+}
+
+export interface SendReceipt {
+  /** The inbox id, which becomes the stored user message id when delivered. */
+  messageId: string;
+  /** "started": the session was idle and a run began; "queued": injected at the next boundary of the running run. */
+  delivery: "started" | "queued";
+  /** Settles when the run that consumed the message ends. */
+  result: Promise<RunResult>;
+}
