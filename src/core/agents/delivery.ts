@@ -5,42 +5,13 @@ import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { RunResult } from "../../engines/types.js";
 import type { SessionManager } from "../session-manager.js";
-import { COINCIDED_TEXT, finalText, formatFullSteps, stillRunningReminder, wrapAgentMessage } from "./messages.js";
+import { attachRecoveredSeed, knowsCorrelation, newWaiter, type AgentReply, type Chain, type Waiter } from "./delivery-chain.js";
+import { drainedWaiter, seedsInInboxes } from "./delivery-recovery.js";
+import { COINCIDED_TEXT, finalText } from "./messages.js";
+import { auditWaiter, deliverReply, stepsLog } from "./reply-handoff.js";
+import { waitForReply } from "./sync-wait.js";
 
-/** A reply produced by a target for one async message. */
-export interface AgentReply {
-  text: string;
-  finishReason: string;
-  role: "seed" | "follower";
-  /** True for a msg#2+ reply delivered while the target's run goes on. */
-  midRun: boolean;
-}
-
-/** One async message waiting for its reply (msg#1 = seed, msg#2+ = follower). */
-interface Waiter {
-  correlationId: string;
-  callerId: string;
-  role: "seed" | "follower";
-  fullSteps: boolean;
-  messageId: string | null;
-  /** The stored user row once the target drained it. */
-  drainedRow: MessageRow | null;
-  settled: boolean;
-  /** A sync call from the same caller that takes this reply instead of a delivery. */
-  taker: ((reply: AgentReply) => void) | null;
-  /** Re-attached after a restart from its durable inbox item: no send receipt, the run-end hook answers it. */
-  recovered: boolean;
-}
-
-/** The dispatch chain of one target: its seed (while in flight) and its followers. */
-interface Chain {
-  target: Pick<SessionRow, "id" | "agent" | "instance_name">;
-  seed: Waiter | null;
-  followers: Map<string, Waiter>;
-  /** Seeds re-attached after a restart (normally one; `seed` points at the first). */
-  recovered: Map<string, Waiter>;
-  unobserve: () => void;
-}
+export type { AgentReply } from "./delivery-chain.js";
 
 export interface SendInput {
   callerId: string;
@@ -90,17 +61,7 @@ export class AgentDelivery {
    */
   async sendAsync(input: SendInput): Promise<{ role: "seed" | "follower"; messageId: string }> {
     const chain = this.chainFor(input.target);
-    const waiter: Waiter = {
-      correlationId: this.deps.ids.next("corr"),
-      callerId: input.callerId,
-      role: chain.seed ? "follower" : "seed",
-      fullSteps: input.fullSteps,
-      messageId: null,
-      drainedRow: null,
-      settled: false,
-      taker: null,
-      recovered: false,
-    };
+    const waiter = newWaiter({ correlationId: this.deps.ids.next("corr"), callerId: input.callerId, role: chain.seed ? "follower" : "seed", fullSteps: input.fullSteps });
     if (waiter.role === "seed") chain.seed = waiter;
     else chain.followers.set(waiter.correlationId, waiter);
     let receipt;
@@ -138,37 +99,19 @@ export class AgentDelivery {
   async sendSync(input: SendInput & { timeoutMs: number; signal: AbortSignal }): Promise<SyncReply> {
     const chain = this.chains.get(input.target.id);
     const merged = chain ? [chain.seed, ...chain.followers.values()].filter((w): w is Waiter => !!w && !w.settled && !w.taker && w.callerId === input.callerId) : [];
-    let over = false;
     let messageId = "";
-    let finish!: (outcome: SyncReply | VeilError) => void;
-    const outcome = new Promise<SyncReply | VeilError>((resolve) => (finish = resolve));
-    const end = (value: SyncReply | VeilError) => {
-      if (over) return;
-      over = true;
-      for (const w of merged) if (w.taker === take) w.taker = null;
-      cancelTimer();
-      input.signal.removeEventListener("abort", onAbort);
-      finish(value);
-    };
-    const take = (reply: AgentReply) => end({ messageId, text: reply.text, finishReason: reply.finishReason, source: "merged" });
+    const take = (reply: AgentReply) => wait.end({ messageId, text: reply.text, finishReason: reply.finishReason, source: "merged" });
     for (const w of merged) w.taker = take;
-    const cancelTimer = this.deps.clock.setTimer(input.timeoutMs, () =>
-      end(
-        new VeilError(
-          "TIMEOUT",
-          `no reply from session ${input.target.id} within ${Math.round(input.timeoutMs / 1000)} s. The sub-agent was NOT stopped and keeps working: check it with agent_control get-state / get-last-message, message it with async_inform: true, or stop it with agent_control stop.`,
-        ),
-      ),
-    );
-    const onAbort = () => end(new VeilError("CANCELLED", "the calling run was cancelled while waiting for the reply"));
-    if (input.signal.aborted) onAbort();
-    else input.signal.addEventListener("abort", onAbort, { once: true });
+    const wait = waitForReply<SyncReply>(this.deps.clock, input.target.id, input.timeoutMs, input.signal, () => {
+      for (const w of merged) if (w.taker === take) w.taker = null;
+    });
+    const end = wait.end;
 
     try {
       const receipt = await this.deps.sessions.send(input.target.id, input.content, { meta: { ...input.meta, async_inform: false } });
       messageId = receipt.messageId;
       void receipt.result.then(async (result) => {
-        if (over) return;
+        if (wait.isOver()) return;
         // This caller's msg#1 consumed by the same run carries the same final text: let it answer
         // (its taker fires in a moment) so the caller does not get the reply twice.
         if (merged.some((w) => w.role === "seed" && w.taker === take && w.drainedRow)) return;
@@ -182,7 +125,7 @@ export class AgentDelivery {
     } catch (error) {
       end(isVeilError(error) ? error : new VeilError("INTERNAL_ERROR", errorMessage(error)));
     }
-    const value = await outcome;
+    const value = await wait.outcome;
     if (value instanceof VeilError) throw value;
     return value;
   }
@@ -203,33 +146,12 @@ export class AgentDelivery {
    * Returns the number of seeds re-attached.
    */
   async recover(): Promise<number> {
-    const { store } = this.deps;
     let count = 0;
-    for (const targetId of await store.sessionsWithInbox()) {
-      const target = await store.getSession(targetId);
-      if (!target || target.status === "closed") continue;
-      for (const item of await store.listInbox(targetId)) {
-        const meta = item.meta ?? {};
-        const correlationId = meta.agentCorrelation;
-        const callerId = meta.replyTo ?? meta.fromSessionId;
-        if (meta.async_inform !== true || meta.dispatch_role !== "msg#1" || typeof correlationId !== "string" || typeof callerId !== "string") continue;
-        const chain = this.chainFor(target);
-        if (chain.recovered.has(correlationId)) continue;
-        const waiter: Waiter = {
-          correlationId,
-          callerId,
-          role: "seed",
-          fullSteps: meta.fullSteps === true,
-          messageId: item.id,
-          drainedRow: null,
-          settled: false,
-          taker: null,
-          recovered: true,
-        };
-        chain.recovered.set(correlationId, waiter);
-        chain.seed ??= waiter;
-        count++;
-      }
+    for (const { target, waiter } of await seedsInInboxes(this.deps.store)) {
+      const chain = this.chainFor(target);
+      if (chain.recovered.has(waiter.correlationId)) continue;
+      attachRecoveredSeed(chain, waiter);
+      count++;
     }
     return count;
   }
@@ -246,20 +168,14 @@ export class AgentDelivery {
 
   private adopt(rows: MessageRow[]): void {
     for (const row of rows) {
-      const meta = row.meta ?? {};
-      const { agentCorrelation: correlationId, replyTo: callerId } = meta;
-      if (meta.async_inform !== true || typeof correlationId !== "string" || typeof callerId !== "string") continue;
+      const waiter = drainedWaiter(row);
+      if (!waiter) continue;
       const known = this.chains.get(row.session_id);
-      if (known && (known.seed?.correlationId === correlationId || known.recovered.has(correlationId) || known.followers.has(correlationId))) continue;
-      // The target's name and instance are read when a reply is delivered (deliver()).
+      if (known && knowsCorrelation(known, waiter.correlationId)) continue;
+      // The target's name and instance are read when a reply is delivered (deliverReply()).
       const chain = known ?? this.chainFor({ id: row.session_id, agent: "", instance_name: null });
-      const role = meta.dispatch_role === "msg#1" ? "seed" : "follower";
-      const waiter: Waiter = { correlationId, callerId, role, fullSteps: meta.fullSteps === true, messageId: row.id, drainedRow: row, settled: false, taker: null, recovered: role === "seed" };
-      if (role === "follower") chain.followers.set(correlationId, waiter);
-      else {
-        chain.recovered.set(correlationId, waiter);
-        chain.seed ??= waiter;
-      }
+      if (waiter.role === "follower") chain.followers.set(waiter.correlationId, waiter);
+      else attachRecoveredSeed(chain, waiter);
     }
   }
 
@@ -389,52 +305,15 @@ export class AgentDelivery {
 
   private async deliver(chain: Chain, waiter: Waiter, reply: AgentReply): Promise<void> {
     if (this.disposed) return;
-    if (!chain.target.agent) chain.target = (await this.deps.store.getSession(chain.target.id)) ?? chain.target;
-    const { target } = chain;
-    const body = reply.midRun ? `${stillRunningReminder(target.instance_name, target.id)}\n${reply.text}` : reply.text;
-    const content = wrapAgentMessage(target.agent, target.id, body);
-    const meta = {
-      source: "agent",
-      fromSessionId: target.id,
-      fromAgent: target.agent,
-      instanceName: target.instance_name,
-      correlationId: waiter.correlationId,
-      inReplyTo: waiter.messageId,
-      dispatch_role: reply.role === "seed" ? "msg#1" : "msg#2+",
-      midRun: reply.midRun,
-    };
-    try {
-      await this.deps.sessions.send(waiter.callerId, content, { meta });
-    } catch (error) {
-      if (isVeilError(error) && (error.code === "SESSION_SUSPENDED" || error.code === "CANCELLED")) {
-        // Kept in the durable inbox: the SessionManager delivers it when the caller resumes, or
-        // (CANCELLED: the runtime is shutting down) when the next runtime's recover() runs.
-        const id = this.deps.ids.next("msg");
-        await this.deps.store.addInbox({ id, session_id: waiter.callerId, content, meta, created_at: new Date(this.deps.clock.now()).toISOString() });
-      } else {
-        this.deps.log.warn("agent reply could not be delivered", { from: target.id, to: waiter.callerId, error: errorMessage(error) });
-        await this.audit(chain, waiter, "agent.undeliverable", { error: errorMessage(error) }).catch(() => undefined);
-        return;
-      }
-    }
-    await this.audit(chain, waiter, "agent.delivered", { role: reply.role, midRun: reply.midRun });
+    await deliverReply(this.deps, chain, waiter, reply);
   }
 
-  private async audit(chain: Chain, waiter: Waiter, kind: string, data: Record<string, unknown>): Promise<void> {
-    await this.deps.store.addAudit({
-      session_id: chain.target.id,
-      kind,
-      data: { ...data, callerId: waiter.callerId, correlationId: waiter.correlationId, messageId: waiter.messageId, role: waiter.role },
-    });
+  private audit(chain: Chain, waiter: Waiter, kind: string, data: Record<string, unknown>): Promise<void> {
+    return auditWaiter(this.deps.store, chain, waiter, kind, data);
   }
 
-  /** Assistant steps after `messageId` up to the run's last message. */
-  private async stepsLog(targetId: string, messageId: string, result: RunResult): Promise<string> {
-    const store = this.deps.store;
-    const start = await store.getMessage(messageId);
-    const end = result.messageId ? await store.getMessage(result.messageId) : undefined;
-    const rows = await store.listMessages(targetId, { afterSeq: start?.seq ?? 0 });
-    return formatFullSteps(end ? rows.filter((r) => r.seq <= end.seq) : rows);
+  private stepsLog(targetId: string, messageId: string, result: RunResult): Promise<string> {
+    return stepsLog(this.deps.store, targetId, messageId, result);
   }
 
   private forget(chain: Chain, waiter: Waiter): void {
