@@ -37,9 +37,6 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
     VEIL_API_KEY: "sk-test",
     VEIL_MODEL: "fake-model",
     VEIL_HOME: home,
-    // The shells of a node killed with SIGKILL die mid-command; with the machine's ~/.bashrc they
-    // could leave its scripts' lock files behind (pyenv's rehash lock stalls every later bash -i).
-    HOME: home,
     VEIL_SECRET: SPAWNED_SECRET,
     ...(ownTmp ? { TMPDIR: ownTmp } : {}),
     ...options.env,
