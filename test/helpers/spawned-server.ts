@@ -37,6 +37,9 @@ export async function spawnServer(workspace: string, options: { baseUrl: string;
     VEIL_API_KEY: "sk-test",
     VEIL_MODEL: "fake-model",
     VEIL_HOME: home,
+    // The machine's ~/.bashrc stays out of the nodes' shells: slow to start (pyenv here), and a
+    // shell SIGKILLed mid-rc (kill -9 of a node) can leave its scripts' lock files behind.
+    HOME: home,
     VEIL_SECRET: SPAWNED_SECRET,
     ...(ownTmp ? { TMPDIR: ownTmp } : {}),
     ...options.env,

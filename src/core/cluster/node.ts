@@ -94,6 +94,10 @@ export class ClusterNode implements RunGate {
       onReconnect: () => {
         this.relayEvents();
         void this.remoteMethods?.recheck();
+        // Inbox signals sent while the listener was down are gone: look at every held session's inbox.
+        for (const sessionId of this.held.keys()) {
+          void this.deps.sessions.resumeInbox(sessionId).catch((error) => log.warn("inbox wake-up failed", { sessionId, error: String(error) }));
+        }
       },
       onError: (error) => {
         this.unreachableAt = Date.now();
