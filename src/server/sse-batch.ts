@@ -1,35 +1,85 @@
 /**
  * Frames for one SSE client that arrive within one window leave as one chunk: with many
- * clients the cost of a stream is per write (one socket write, one web-stream read per
- * client), not per byte, and a streamed answer publishes a delta per token. The first
- * frame after a quiet window goes at the next turn of the event loop, so a lone event is
- * not delayed; a burst is sent at most every FLUSH_WINDOW_MS. One timer serves every client.
+ * clients the cost of a stream is per write (one socket write per client), not per byte, and
+ * a streamed answer publishes a delta per token. The first frame after a quiet window goes at
+ * the next turn of the event loop, so a lone event is not delayed; a burst is sent at most
+ * once a window. One timer serves every client.
+ *
+ * The window stretches with the cost of a flush: writing to 300 clients takes several
+ * milliseconds of the event loop (one socket write each), and flushing that every 10 ms left the runs a fraction of
+ * the loop. The next flush waits at least LOAD_FACTOR times as long as the last one took, so
+ * fan-out uses at most 1 / (1 + LOAD_FACTOR) of the loop; readers then get events a little
+ * later in larger chunks, never fewer of them.
  */
 export const FLUSH_WINDOW_MS = 10;
+const LOAD_FACTOR = 3;
+const MAX_WINDOW_MS = 100;
 
 export interface Batched {
   /** Writes out what the client has pending. */
   flush(): void;
 }
 
-const dirty = new Set<Batched>();
-let scheduled = false;
-let lastFlush = -Infinity;
-
-/** `stream` has frames pending: it is flushed with every other pending client at the next window. */
-export function scheduleFlush(stream: Batched): void {
-  dirty.add(stream);
-  if (scheduled) return;
-  scheduled = true;
-  const wait = lastFlush + FLUSH_WINDOW_MS - performance.now();
-  if (wait <= 0) setImmediate(flushAll);
-  else setTimeout(flushAll, wait);
+export interface FlushSchedulerOptions {
+  windowMs?: number;
+  loadFactor?: number;
+  maxWindowMs?: number;
+  now?: () => number;
 }
 
-function flushAll(): void {
-  scheduled = false;
-  lastFlush = performance.now();
-  const streams = [...dirty];
-  dirty.clear();
-  for (const stream of streams) stream.flush();
+export class FlushScheduler {
+  private readonly dirty = new Set<Batched>();
+  private scheduled = false;
+  private lastFlushEnd = -Infinity;
+  private lastFlushCost = 0;
+  private readonly windowMs: number;
+  private readonly loadFactor: number;
+  private readonly maxWindowMs: number;
+  private readonly now: () => number;
+
+  constructor(options: FlushSchedulerOptions = {}) {
+    this.windowMs = options.windowMs ?? FLUSH_WINDOW_MS;
+    this.loadFactor = options.loadFactor ?? LOAD_FACTOR;
+    this.maxWindowMs = options.maxWindowMs ?? MAX_WINDOW_MS;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** `stream` has frames pending: it is flushed with every other pending client at the next window. */
+  schedule(stream: Batched): void {
+    this.dirty.add(stream);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const wait = this.delay();
+    if (wait <= 0) setImmediate(this.flushAll);
+    else setTimeout(this.flushAll, wait);
+  }
+
+  /** How long a flush scheduled now waits: until a window (stretched by the last flush's cost) has passed since it ended. */
+  delay(): number {
+    const window = Math.min(this.maxWindowMs, Math.max(this.windowMs, this.loadFactor * this.lastFlushCost));
+    return this.lastFlushEnd + window - this.now();
+  }
+
+  private readonly flushAll = (): void => {
+    this.scheduled = false;
+    const start = this.now();
+    const streams = [...this.dirty];
+    this.dirty.clear();
+    for (const stream of streams) stream.flush();
+    this.lastFlushEnd = this.now();
+    // The socket writes happen after this returns (web-stream reads resolve, corked
+    // responses write on the next tick), all before the loop's check phase: the cost of a
+    // flush is measured to there.
+    setImmediate(() => {
+      this.lastFlushEnd = this.now();
+      this.lastFlushCost = this.lastFlushEnd - start;
+    });
+  };
+}
+
+/** The process's scheduler: one timer for every SSE client of every server in it. */
+const shared = new FlushScheduler();
+
+export function scheduleFlush(stream: Batched): void {
+  shared.schedule(stream);
 }
