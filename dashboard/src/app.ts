@@ -34,14 +34,16 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     chat.setWritable(writable(row));
   });
 
-  const connection = new ConnectionIndicator(["events", "methods"]);
+  const connection = new ConnectionIndicator(["events"]);
+  // One stream for everything, dialogs included: a browser gives a host six connections
+  // over HTTP/1.1, and a stream per concern let three tabs use them all up.
   const events = new LiveStream({
     api,
     path: "/events",
+    query: { methods: "pending" },
     onState: (state) => connection.set("events", state),
     onEvent: (event) => {
-      // Dialogs come from the remote-methods stream, which also replays pending ones on connect.
-      if (event.type === "method.pending" || event.type === "method.done") return;
+      if (event.type === "method.pending" || event.type === "method.done") return dialogs.onEvent(event);
       sessions.onEvent(event);
       chat.onEvent(event);
       panels.onEvent(event);
@@ -51,15 +53,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
       void sessions.refresh().catch(() => undefined);
       void chat.resync();
       void panels.refresh();
-    },
-  });
-  const methods = new LiveStream({
-    api,
-    path: "/remote-methods",
-    onState: (state) => connection.set("methods", state),
-    onEvent: (event) => dialogs.onEvent(event),
-    onOpen: (resumed) => {
-      if (resumed) void dialogs.reconcile().catch(() => undefined);
+      void dialogs.reconcile().catch(() => undefined);
     },
   });
 
@@ -87,15 +81,13 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     }
   };
   document.addEventListener("keydown", onKey);
-  const unhookVisibility = pauseWhileHidden([events, methods]);
+  const unhookVisibility = pauseWhileHidden([events]);
 
   void sessions.refresh().catch(() => undefined);
   events.start();
-  methods.start();
   return {
     stop() {
       events.stop();
-      methods.stop();
       dialogs.clear();
       unhookVisibility();
       document.removeEventListener("keydown", onKey);

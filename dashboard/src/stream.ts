@@ -12,6 +12,8 @@ export type StreamState = "connecting" | "live" | "reconnecting" | "paused";
 export interface StreamOptions {
   api: Api;
   path: "/events" | "/remote-methods";
+  /** More query parameters of the stream's URL. */
+  query?: Record<string, string>;
   onEvent(event: ServerEvent): void;
   onState(state: StreamState): void;
   /** After the stream (re)opened; `resumed` is false only for the first open. */
@@ -87,7 +89,7 @@ export class LiveStream {
       return this.scheduleRetry();
     }
     if (this.stopped) return;
-    const query = new URLSearchParams({ token });
+    const query = new URLSearchParams({ ...this.options.query, token });
     if (this.lastEventId) query.set("lastEventId", this.lastEventId);
     const source = new EventSource(`${this.options.path}?${query}`);
     this.source = source;

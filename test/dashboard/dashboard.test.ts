@@ -100,7 +100,9 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     expect(await h.context.cookies()).toEqual([]);
     expect(page.url()).not.toContain(SECRET);
     expect(urls.filter((url) => url.includes(SECRET))).toEqual([]);
-    expect(urls.some((url) => /\/events\?token=/.test(url))).toBe(true);
+    expect(urls.some((url) => /\/events\?methods=pending&token=/.test(url))).toBe(true);
+    // One stream per tab carries the dialogs too (a browser allows six connections per host).
+    expect(urls.some((url) => url.includes("/remote-methods?"))).toBe(false);
     expect(errorsOf(page)).toEqual([]);
     await page.close();
   });
@@ -189,6 +191,24 @@ describe.skipIf(!ready)("dashboard in Chromium against veil serve", { timeout: 6
     expect([...errorsOf(first), ...errorsOf(second)]).toEqual([]);
     await first.close();
     await second.close();
+  });
+
+  it("five tabs stay live at once (one stream each, within the browser's six connections per host) and each shows the dialog", async () => {
+    const tabs: Page[] = [];
+    for (let i = 0; i < 5; i++) tabs.push(await h.signedIn());
+    for (const tab of tabs) await poll(() => tab.getByTestId("connection-status").textContent()).toBe("live");
+    await newSession(tabs[0]!, "asker");
+    h.llm.enqueue(reply().tool("ask_user", { question: "Five tabs?" }).stop());
+    h.llm.enqueue(reply().text("Noted.").stop());
+    await send(tabs[0]!, "ask me");
+    const dialogIn = (page: Page) => page.locator("[data-testid=remote-dialog][data-method=ask_user]");
+    for (const tab of tabs) await dialogIn(tab).waitFor();
+    await dialogIn(tabs[4]!).getByTestId("remote-answer").fill("all five");
+    await dialogIn(tabs[4]!).getByTestId("remote-submit").click();
+    for (const tab of tabs) await dialogIn(tab).waitFor({ state: "detached" });
+    await poll(() => assistant(tabs[0]!).last().textContent()).toBe("Noted.");
+    expect(tabs.flatMap((tab) => errorsOf(tab))).toEqual([]);
+    for (const tab of tabs) await tab.close();
   });
 
   it("session-cancel stops a running bash command and ends the turn", async () => {

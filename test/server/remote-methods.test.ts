@@ -122,6 +122,40 @@ describe("remote-method endpoints", () => {
     expect(harness.events.filter((e) => e.type === "method.done")).toHaveLength(3);
   });
 
+  it("/events?methods=pending sends the pending methods first (of one session with ?session=), then every event; a bad value is a 400", async () => {
+    const { server, service } = await setup();
+    const first = service.execute({ sessionId: "sess_a", method: "user-dialog", data: { question: "One?" } });
+    const second = service.execute({ sessionId: "sess_b", method: "confirm", data: {} });
+    const [idA, idB] = service.pendingIds();
+
+    const both = sseReader(await server.fetch("/events?methods=pending"));
+    expect(await both.next()).toMatchObject({ type: "method.pending", id: idA, method: "user-dialog", data: { question: "One?" }, sessionId: "sess_a", createdAt: expect.any(String) });
+    expect(await both.next()).toMatchObject({ type: "method.pending", id: idB, sessionId: "sess_b" });
+    const onlyB = sseReader(await server.fetch("/events?session=sess_b&methods=pending"));
+    expect(await onlyB.next()).toMatchObject({ type: "method.pending", id: idB, sessionId: "sess_b" });
+
+    expect((await postResult(server, idA!, { result: "yes" })).status).toBe(200);
+    expect(await both.next()).toMatchObject({ type: "method.done", id: idA, sessionId: "sess_a" });
+    expect((await postResult(server, idB!, { result: "ok" })).status).toBe(200);
+    expect(await both.next()).toMatchObject({ type: "method.done", id: idB });
+    // The session-filtered stream skipped sess_a's pending method and its done event.
+    expect(await onlyB.next()).toMatchObject({ type: "method.done", id: idB, sessionId: "sess_b" });
+    await Promise.all([first, second]);
+
+    // Without the parameter nothing is sent first: the next event is a live one.
+    const plain = sseReader(await server.fetch("/events"));
+    const third = service.execute({ sessionId: "sess_c", method: "pick", data: null });
+    const idC = service.pendingIds().at(-1);
+    expect(await plain.next()).toMatchObject({ type: "method.pending", id: idC });
+    expect((await postResult(server, idC!, { result: 1 })).status).toBe(200);
+    await third;
+
+    const bad = await server.fetch("/events?methods=all");
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { code: "VALIDATION_ERROR", message: expect.stringContaining('methods must be "pending"') } });
+    await Promise.all([both.close(), onlyB.close(), plain.close()]);
+  });
+
   it("a timeout broadcasts method.done timedOut:true, rejects the waiting tool, and a late POST gets 409", async () => {
     const clock = new ManualClock();
     const { server, service } = await setup({ clock });

@@ -1,19 +1,29 @@
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
 import type { AppEnv, ServerState } from "../context.js";
-import { parseLastEventId, parseSequence, sseResponse } from "../sse.js";
+import { parseLastEventId, parseSequence, sseResponse, type SseOptions } from "../sse.js";
+import { pendingMethodFrames } from "./remote-methods.js";
 
 /** Largest page of `?follow=false` history. */
 export const MAX_EVENT_PAGE = 10_000;
 
 /**
- * `GET /events[?session=ID]` and `GET /sessions/:id/events`: live SSE with replay from the
- * durable log after `Last-Event-ID` (or `?lastEventId=`); `?after=N&limit=M&follow=false`
- * on a session answers the stored events as a JSON array instead (CONTRACT §10).
+ * `GET /events[?session=ID][&methods=pending]` and `GET /sessions/:id/events`: live SSE with
+ * replay from the durable log after `Last-Event-ID` (or `?lastEventId=`); `methods=pending`
+ * sends each pending remote method's `method.pending` first, as `GET /remote-methods` does;
+ * `?after=N&limit=M&follow=false` on a session answers the stored events as a JSON array
+ * instead (CONTRACT §10).
  */
 export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
-  app.get("/events", (c) => sessionEvents(c.req.raw, state, c.req.query("session") || undefined));
+  app.get("/events", async (c) => {
+    const sessionId = c.req.query("session") || undefined;
+    const methods = c.req.query("methods");
+    if (methods !== undefined && methods !== "pending") throw new VeilError("VALIDATION_ERROR", 'methods must be "pending" (the pending remote methods go first)');
+    // One stream can carry a client's dialogs too (a browser has six connections per host).
+    const pending = methods ? (await runtime.remoteMethods.listPending()).filter((m) => !sessionId || m.sessionId === sessionId) : [];
+    return sessionEvents(c.req.raw, state, sessionId, pendingMethodFrames(pending));
+  });
   app.get("/sessions/:id/events", async (c) => {
     const id = c.req.param("id");
     await runtime.sessions.get(id);
@@ -30,7 +40,7 @@ export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
 }
 
 /** The SSE stream of one session (ids are its seq) or of every session (ids are gseq). */
-export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined): Response {
+export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined, initial?: SseOptions["initial"]): Response {
   const url = new URL(request.url);
   const lastEventId = parseLastEventId(request.headers.get("last-event-id") ?? undefined, url.searchParams.get("lastEventId") ?? undefined);
   return sseResponse({
@@ -41,5 +51,6 @@ export function sessionEvents(request: Request, state: ServerState, sessionId: s
     lastEventId,
     signal: request.signal,
     heartbeatMs: state.heartbeatMs,
+    initial,
   });
 }

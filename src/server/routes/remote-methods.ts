@@ -1,7 +1,7 @@
 import { Type, type Static } from "../../schema.js";
 import type { Context, Hono } from "hono";
 import { VeilError } from "../../errors.js";
-import type { RemoteMethodService } from "../../core/remote-methods.js";
+import type { PendingMethod, RemoteMethodService } from "../../core/remote-methods.js";
 import type { StreamTokens } from "../../core/stream-tokens.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
@@ -18,6 +18,11 @@ export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLengt
  *   `409 { error: "not_found" }` when the id is unknown, already answered or timed out.
  * - `GET /remote-methods/pending` → `{ pending: [ids] }` (several nodes: the whole service's).
  */
+/** The `method.pending` events a stream sends first, one per method pending when it opened. */
+export function pendingMethodFrames(pending: PendingMethod[]): () => { data: unknown }[] {
+  return () => pending.map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } }));
+}
+
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const service = (): RemoteMethodService => runtime.remoteMethods;
@@ -33,7 +38,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       lastEventId: parseLastEventId(c.req.header("last-event-id"), c.req.query("lastEventId")),
       signal: c.req.raw.signal,
       heartbeatMs: state.heartbeatMs,
-      initial: () => pending.map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } })),
+      initial: pendingMethodFrames(pending),
     });
   });
 
