@@ -306,6 +306,15 @@ export class ClusterNode implements RunGate {
     }
   }
 
+  /**
+   * A message that entered the history after this answer went to a later run: this node read
+   * the earlier run's chat.done late (it was catching up), after the next run had taken it.
+   */
+  private async deliveredAfter(messageId: string, answerSeq: number): Promise<boolean> {
+    const row = await this.deps.store.getMessage(messageId);
+    return row !== undefined && row.seq > answerSeq;
+  }
+
   /** A run on another node ended: messages sent here that it consumed get its result. */
   private async settleWaiters(row: StoredEvent, done: { content: string | null; finishReason: string; stopReason: string; tokenUsage: RunResult["usage"]; messageId: string | null; cost_usd?: number; error?: { code: string; message: string } }): Promise<void> {
     const list = this.waiters.get(row.session_id);
@@ -322,11 +331,12 @@ export class ClusterNode implements RunGate {
       ...(done.error ? { error: done.error } : {}),
     };
     this.remoteResults.add(result);
-    const left = list.filter((waiter) => {
-      if (queued.has(waiter.messageId)) return true;
-      waiter.resolve(result);
-      return false;
-    });
+    const answer = done.messageId ? await this.deps.store.getMessage(done.messageId) : undefined;
+    const left: RemoteWaiter[] = [];
+    for (const waiter of list) {
+      if (queued.has(waiter.messageId) || (answer && (await this.deliveredAfter(waiter.messageId, answer.seq)))) left.push(waiter);
+      else waiter.resolve(result);
+    }
     if (left.length) this.waiters.set(row.session_id, left);
     else this.waiters.delete(row.session_id);
   }
