@@ -2,9 +2,9 @@ import { describe, expect, it, vi } from "vitest";
 import { FlushScheduler } from "../../src/server/sse-batch.js";
 
 /** A scheduler on a clock the test moves; flushes run on the real event loop. */
-function setup() {
+function setup(sliceSize = 50) {
   let clock = 1_000;
-  const scheduler = new FlushScheduler({ windowMs: 10, loadFactor: 3, maxWindowMs: 100, now: () => clock });
+  const scheduler = new FlushScheduler({ windowMs: 10, loadFactor: 3, maxWindowMs: 100, sliceSize, now: () => clock });
   const flushed: string[] = [];
   const stream = (name: string, costMs = 0) => ({
     flush() {
@@ -63,5 +63,28 @@ describe("FlushScheduler", () => {
     await turn();
     expect(flushed).toEqual(["first"]);
     await vi.waitFor(() => expect(flushed).toEqual(["first", "late"]));
+  });
+
+  it("flushes sliceSize clients per loop turn, serving other I/O in between, and counts every slice in the cost", async () => {
+    const { scheduler, flushed, stream, turn } = setup(2);
+    const order: string[] = [];
+    const streams = ["a", "b", "c", "d", "e"].map((name) => ({ flush: () => (order.push(name), stream(name, 4).flush()) }));
+    for (const s of streams) scheduler.schedule(s);
+    // Something else the loop has to do, queued once per turn while the slices go.
+    let probes = 0;
+    const probe = () => {
+      order.push(`probe${probes++}`);
+      if (probes < 4) setImmediate(probe);
+    };
+    setImmediate(probe);
+    await vi.waitFor(() => expect(flushed).toHaveLength(5));
+    expect(order.filter((x) => !x.startsWith("probe"))).toEqual(["a", "b", "c", "d", "e"]);
+    // No more than two clients between two probes.
+    const runs = order.join(" ").split(/probe\d/).map((part) => part.trim().split(" ").filter(Boolean).length);
+    expect(Math.max(...runs)).toBeLessThanOrEqual(2);
+    await turn();
+    await turn();
+    // 5 × 4 ms over three slices: the next window is 3 × 20 ms.
+    expect(scheduler.delay()).toBe(60);
   });
 });
