@@ -1,8 +1,6 @@
-import type pg from "pg";
 import type { Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type {
-  AuditRow,
   InboxItem,
   MessageRow,
   NewMessage,
@@ -15,17 +13,16 @@ import type {
   StoredEvent,
   StepSpend,
   StoredToolCall,
-  TodoItem,
   TokenUsage,
   ToolCallRow,
   ToolCallState,
-  WakeupRow,
 } from "../store.js";
 import type { Lease } from "../cluster.js";
 import type { Database, Queryable } from "./database.js";
 import type { FenceableStatement } from "./fenced-sql.js";
+import { PgSideTables } from "./pg-side-tables.js";
 import { updateSessionFence } from "./fenced-sql.js";
-import { auditFromRaw, inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawAudit, type RawInbox, type RawSession } from "./rows.js";
+import { inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawInbox, type RawSession } from "./rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
 
 /**
@@ -37,23 +34,9 @@ import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js"
  * statement, fenced-sql.ts; the rest in a transaction that share-locks the lease row first)
  * and fails with LEASE_LOST once another node has taken the session.
  */
-export class PgStore implements Store {
-  protected readonly db: Database;
-  protected readonly clock: Clock;
-  private readonly lease: Lease | undefined;
-  private readonly ownsPool: boolean;
-  private closed = false;
-
+export class PgStore extends PgSideTables implements Store {
   constructor(db: Database, clock: Clock, lease?: Lease, ownsPool = true) {
-    this.db = db;
-    this.clock = clock;
-    this.lease = lease;
-    this.ownsPool = ownsPool;
-  }
-
-  /** The database URL with the password hidden (for logs and /health). */
-  get url(): string {
-    return this.db.safeUrl;
+    super(db, clock, lease, ownsPool);
   }
 
   async createSession(session: NewSession): Promise<SessionRow> {
@@ -275,92 +258,6 @@ export class PgStore implements Store {
     return rows.map((r) => r.session_id);
   }
 
-  async markRead(sessionId: string, path: string): Promise<void> {
-    await this.write("mark read", sessionId, (on) => on.run("markRead", [sessionId, path, this.nowIso()]));
-  }
-
-  async hasRead(sessionId: string, path: string): Promise<boolean> {
-    const result = await this.direct("has read", sessionId, (on) => on.run("hasRead", [sessionId, path]));
-    return result.rowCount !== 0;
-  }
-
-  async clearReadMarkers(sessionId: string): Promise<void> {
-    await this.write("clear read markers", sessionId, (on) => on.run("clearReadMarkers", [sessionId]));
-  }
-
-  async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
-    await this.write("set todos", sessionId, (on) =>
-      on.transaction(async (tx) => {
-        await tx.run("deleteTodos", [sessionId]);
-        if (todos.length === 0) return;
-        await tx.run("insertTodos", [
-          sessionId,
-          todos.map((t) => t.id),
-          todos.map((t) => t.content),
-          todos.map((t) => t.status),
-          todos.map((t) => t.priority),
-        ]);
-      }),
-    );
-  }
-
-  async getTodos(sessionId: string): Promise<TodoItem[]> {
-    const { rows } = await this.direct("get todos", sessionId, (on) => on.run<TodoItem>("getTodos", [sessionId]));
-    return rows;
-  }
-
-  async setWakeup(row: WakeupRow): Promise<void> {
-    await this.write("set wake-up", row.session_id, (on) =>
-      on.run("setWakeup", [row.session_id, row.time, row.interval_ms, row.message, row.loop, row.next_fire_at, row.created_at]),
-    );
-  }
-
-  async getWakeup(sessionId: string): Promise<WakeupRow | undefined> {
-    const { rows } = await this.direct("get wake-up", sessionId, (on) => on.run<WakeupRow>("getWakeup", [sessionId]));
-    return rows[0];
-  }
-
-  async deleteWakeup(sessionId: string): Promise<void> {
-    await this.write("delete wake-up", sessionId, (on) => on.run("deleteWakeup", [sessionId]));
-  }
-
-  async listWakeups(): Promise<WakeupRow[]> {
-    const { rows } = await this.direct("list wake-ups", undefined, (on) => on.run<WakeupRow>("listWakeups", []));
-    return rows;
-  }
-
-  /** Any JSON value; `undefined` deletes the key (JSON has no undefined). */
-  async setSessionMeta(sessionId: string, key: string, value: unknown): Promise<void> {
-    await this.write("set session meta", sessionId, (on) =>
-      value === undefined
-        ? on.run("deleteMeta", [sessionId, key])
-        : on.run("setMeta", [sessionId, key, JSON.stringify(value), this.nowIso()]),
-    );
-  }
-
-  async getSessionMeta<T = unknown>(sessionId: string, key: string): Promise<T | undefined> {
-    const { rows } = await this.direct("get session meta", sessionId, (on) => on.run<{ value: string }>("getMeta", [sessionId, key]));
-    return rows[0] === undefined ? undefined : (JSON.parse(rows[0].value) as T);
-  }
-
-  async addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void> {
-    await this.write("add audit", undefined, (on) =>
-      on.run("addAudit", [row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso()]),
-    );
-  }
-
-  async listAudit(filter: { sessionId?: string; kind?: string } = {}): Promise<AuditRow[]> {
-    const { rows } = await this.direct("list audit", filter.sessionId, (on) => on.run<RawAudit>("listAudit", [filter.sessionId ?? null, filter.kind ?? null]));
-    return rows.map(auditFromRaw);
-  }
-
-  /** Ends the pool; a fenced view only stops itself (the pool belongs to its parent). */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.ownsPool) await this.db.end();
-  }
-
   /**
    * Inserts one message on `on` (the pool, or a transaction) and returns the full row;
    * `statement` may be a fused form that writes its tool-call rows too (`extra` values).
@@ -400,57 +297,6 @@ export class PgStore implements Store {
     return { ...row, seq: rows[0].seq };
   }
 
-  /** Runs a statement of fenced-sql.ts, in its fenced form when `sessionId` is this view's. */
-  private runFenced<R extends pg.QueryResultRow = pg.QueryResultRow>(on: Queryable, name: FenceableStatement, sessionId: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    const lease = this.fenceOf(sessionId);
-    return lease ? on.run<R>(`${name}Fenced`, [...values, lease.nodeId, lease.generation]) : on.run<R>(name, values);
-  }
-
-  /** The view's lease when a write touches its session. */
-  private fenceOf(sessions: string | readonly string[] | undefined): Lease | undefined {
-    const lease = this.lease;
-    if (!lease || sessions === undefined) return undefined;
-    return (typeof sessions === "string" ? sessions === lease.sessionId : sessions.includes(lease.sessionId)) ? lease : undefined;
-  }
-
-  /** Runs one statement (or transaction) directly on the pool, never fenced: refuses after close, maps driver errors to catalogue errors. */
-  protected async direct<T>(what: string, sessionId: string | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
-    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
-    try {
-      return await body(this.db);
-    } catch (error) {
-      throw this.db.fail(error, what, sessionId);
-    }
-  }
-
-  /** A write that checks a fence itself, inside its statement (runFenced). */
-  protected inline<T>(what: string, sessionId: string, body: (on: Queryable) => Promise<T>): Promise<T> {
-    return this.direct(what, sessionId, body);
-  }
-
-  /**
-   * A write of `sessions`' data; on a fenced view that touches its session, it runs in a
-   * transaction that first share-locks the lease row (a takeover waits for its commit).
-   */
-  protected async write<T>(what: string, sessions: string | readonly string[] | undefined, body: (on: Queryable) => Promise<T>): Promise<T> {
-    const lease = this.fenceOf(sessions);
-    if (!lease) return this.direct(what, typeof sessions === "string" ? sessions : undefined, body);
-    return this.direct(what, lease.sessionId, (db) =>
-      db.transaction(async (tx) => {
-        const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
-        if (held.rowCount === 0) {
-          throw new VeilError("LEASE_LOST", `Session ${lease.sessionId} is no longer held by node ${lease.nodeId} (generation ${lease.generation}); the write (${what}) was refused`, {
-            details: { sessionId: lease.sessionId },
-          });
-        }
-        return body(tx);
-      }),
-    );
-  }
-
-  protected nowIso(): string {
-    return new Date(this.clock.now()).toISOString();
-  }
 }
 
 /** LIMIT NULL is no limit. */

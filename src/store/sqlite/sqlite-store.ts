@@ -4,7 +4,6 @@ import type Database from "better-sqlite3";
 import { systemClock, type Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type {
-  AuditRow,
   InboxItem,
   MessageRow,
   NewMessage,
@@ -17,29 +16,23 @@ import type {
   StoredEvent,
   StepSpend,
   StoredToolCall,
-  TodoItem,
   TokenUsage,
   ToolCallRow,
   ToolCallState,
-  WakeupRow,
 } from "../store.js";
 import { applyMigrations } from "./migrations.js";
 import { openDatabase } from "./driver.js";
 import { mapSqliteError } from "./sqlite-errors.js";
 import {
-  auditFromRaw,
   inboxFromRaw,
   messageFromRaw,
   sessionFromRaw,
   toJson,
-  wakeupFromRaw,
-  type RawAudit,
   type RawInbox,
   type RawMessage,
   type RawSession,
-  type RawWakeup,
 } from "./rows.js";
-import { prepareStatements, type Statements } from "./statements.js";
+import { SqliteSideTables } from "./side-tables.js";
 
 export interface SqliteStoreOptions {
   /** Source of timestamps. default: systemClock */
@@ -59,22 +52,15 @@ export interface SqliteStoreOptions {
  * promises so callers stay ready for a networked store). Several instances, in this
  * process or others, may share one file: WAL lets readers run beside the single writer.
  */
-export class SqliteStore implements Store {
-  private readonly db: Database.Database;
-  private readonly stmts: Statements;
-  private readonly clock: Clock;
+export class SqliteStore extends SqliteSideTables implements Store {
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
-  private readonly setTodosTx: (sessionId: string, todos: TodoItem[]) => void;
   private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => MessageRow;
   private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
   private readonly eventsTx: (events: readonly NewStoredEvent[]) => StoredEvent[];
   private readonly compactedTx: (sessionId: string, ids: readonly string[]) => void;
-  private closed = false;
 
   private constructor(db: Database.Database, clock: Clock) {
-    this.db = db;
-    this.clock = clock;
-    this.stmts = prepareStatements(db);
+    super(db, clock);
     const deliver = db.transaction((sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => {
       const rows: MessageRow[] = [];
       for (const { inboxId, message } of deliveries) {
@@ -86,20 +72,6 @@ export class SqliteStore implements Store {
     });
     // IMMEDIATE: take the write lock up front so two connections never both read-then-upgrade.
     this.deliverTx = (sessionId, deliveries) => deliver.immediate(sessionId, deliveries);
-    const setTodos = db.transaction((sessionId: string, todos: TodoItem[]) => {
-      this.stmts.deleteTodos.run(sessionId);
-      todos.forEach((todo, position) =>
-        this.stmts.insertTodo.run({
-          session_id: sessionId,
-          position,
-          id: todo.id,
-          content: todo.content,
-          status: todo.status,
-          priority: todo.priority,
-        }),
-      );
-    });
-    this.setTodosTx = (sessionId, todos) => setTodos.immediate(sessionId, todos);
     const assistantStep = db.transaction((message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => {
       if (spend) this.addUsageNow(message.session_id, spend);
       const row = this.insertMessage(message);
@@ -392,85 +364,6 @@ export class SqliteStore implements Store {
     return (this.stmts.sessionsWithInbox.all() as { session_id: string }[]).map((r) => r.session_id);
   }
 
-  async markRead(sessionId: string, path: string): Promise<void> {
-    this.assertOpen();
-    this.stmts.markRead.run(sessionId, path, this.nowIso());
-  }
-
-  async hasRead(sessionId: string, path: string): Promise<boolean> {
-    this.assertOpen();
-    return this.stmts.hasRead.get(sessionId, path) !== undefined;
-  }
-
-  async clearReadMarkers(sessionId: string): Promise<void> {
-    this.assertOpen();
-    this.stmts.clearReadMarkers.run(sessionId);
-  }
-
-  async setTodos(sessionId: string, todos: TodoItem[]): Promise<void> {
-    this.assertOpen();
-    this.setTodosTx(sessionId, todos);
-  }
-
-  async getTodos(sessionId: string): Promise<TodoItem[]> {
-    this.assertOpen();
-    return this.stmts.getTodos.all(sessionId) as TodoItem[];
-  }
-
-  async setWakeup(row: WakeupRow): Promise<void> {
-    this.assertOpen();
-    this.stmts.setWakeup.run({ ...row, loop: row.loop ? 1 : 0 });
-  }
-
-  async getWakeup(sessionId: string): Promise<WakeupRow | undefined> {
-    this.assertOpen();
-    const raw = this.stmts.getWakeup.get(sessionId) as RawWakeup | undefined;
-    return raw && wakeupFromRaw(raw);
-  }
-
-  async deleteWakeup(sessionId: string): Promise<void> {
-    this.assertOpen();
-    this.stmts.deleteWakeup.run(sessionId);
-  }
-
-  async listWakeups(): Promise<WakeupRow[]> {
-    this.assertOpen();
-    return (this.stmts.listWakeups.all() as RawWakeup[]).map(wakeupFromRaw);
-  }
-
-  /** Any JSON value; `undefined` deletes the key (JSON has no undefined). */
-  async setSessionMeta(sessionId: string, key: string, value: unknown): Promise<void> {
-    this.assertOpen();
-    if (value === undefined) this.stmts.deleteMeta.run(sessionId, key);
-    else this.stmts.setMeta.run(sessionId, key, JSON.stringify(value), this.nowIso());
-  }
-
-  async getSessionMeta<T = unknown>(sessionId: string, key: string): Promise<T | undefined> {
-    this.assertOpen();
-    const row = this.stmts.getMeta.get(sessionId, key) as { value: string } | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.value) as T);
-  }
-
-  async addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void> {
-    this.assertOpen();
-    this.stmts.addAudit.run(row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso());
-  }
-
-  async listAudit(filter: { sessionId?: string; kind?: string } = {}): Promise<AuditRow[]> {
-    this.assertOpen();
-    const rows = this.stmts.listAudit.all({
-      session_id: filter.sessionId ?? null,
-      kind: filter.kind ?? null,
-    }) as RawAudit[];
-    return rows.map(auditFromRaw);
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.db.close();
-  }
-
   private insertMessage(message: NewMessage): MessageRow {
     const row = {
       id: message.id,
@@ -502,14 +395,6 @@ export class SqliteStore implements Store {
       throw mapSqliteError(error, `message ${message.id}`, message.session_id);
     }
     return { ...row, seq };
-  }
-
-  private nowIso(): string {
-    return new Date(this.clock.now()).toISOString();
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new VeilError("INTERNAL_ERROR", "The store is closed");
   }
 }
 
