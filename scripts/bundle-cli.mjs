@@ -2,9 +2,11 @@
 // dist/src/cli-bundle/veil.cjs, and makes dist/src/main.js (the package's bin) run it through
 // V8's code cache (src/cli/boot.ts). Loading ~150 small ESM files cost `veil run` most of its
 // start-up; one file whose compiled code comes from the cache costs a fraction of that.
-// Packages stay external, resolved from node_modules as before, so native and optional ones
-// (pg, the MCP and Claude SDKs) load only when used; modules the sources import lazily stay
-// lazy (esbuild runs a bundled module's top level on its first import).
+// Packages stay external, resolved from node_modules as before, so optional ones (pg, the
+// MCP and Claude SDKs) load only when used; modules the sources import lazily stay lazy
+// (esbuild runs a bundled module's top level on its first import). One package is bundled:
+// better-sqlite3's JavaScript (13 small CommonJS files every `veil run` loads; its native
+// addon stays in node_modules, and package.json pins the version, so the two match).
 // Run by `npm run build` after tsc: the rest of dist/src stays tsc's output, for `veilcli`,
 // `veilcli/client`, the tool child process and the glob worker thread.
 import { build } from "esbuild";
@@ -33,6 +35,7 @@ const asCommonJsBody = {
   setup(b) {
     b.onLoad({ filter: /\.ts$/ }, (args) => {
       let text = readFileSync(args.path, "utf8");
+      if (args.path === join(src, "store", "sqlite", "driver.ts")) text = bundleSqliteDriver(text);
       if (args.path === join(src, "main.ts")) text = text.replace(/^#!.*\n/, "\n");
       const compiled = join(distSrc, relative(src, args.path)).replace(/\.ts$/, ".js");
       const fromBundle = relative(out, compiled).split(sep).join("/");
@@ -43,6 +46,21 @@ const asCommonJsBody = {
   },
 };
 
+/** driver.ts loads better-sqlite3 through createRequire; the bundle's own require lets esbuild take it in. */
+function bundleSqliteDriver(text) {
+  const ownRequire = "const require = createRequire(import.meta.url);";
+  if (!text.includes(ownRequire)) throw new Error(`bundle-cli: src/store/sqlite/driver.ts no longer has "${ownRequire}"; update bundleSqliteDriver`);
+  return text.replace(ownRequire, "");
+}
+
+/** Every package external but the ones named. */
+const externalPackagesBut = (bundled) => ({
+  name: "external-packages",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => (bundled.includes(args.path) ? undefined : { path: args.path, external: true }));
+  },
+});
+
 rmSync(out, { recursive: true, force: true });
 const result = await build({
   entryPoints: [join(src, "main.ts")],
@@ -50,12 +68,11 @@ const result = await build({
   format: "cjs",
   platform: "node",
   target: "node20",
-  packages: "external",
   outfile: bundleFile,
   // Less to scan and to cache; names are kept so stack traces stay readable.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [asCommonJsBody],
+  plugins: [asCommonJsBody, externalPackagesBut(["better-sqlite3"])],
   legalComments: "none",
   logLevel: "warning",
 });
