@@ -77,7 +77,11 @@ const result = await build({
   logLevel: "warning",
 });
 if (result.warnings.length > 0) throw new Error("bundle-cli: esbuild warned (see above); the CommonJS bundle would be wrong");
-const bundle = readFileSync(bundleFile, "utf8");
+// Pure ASCII, so the bin reads it as latin1 into a one-byte string: no UTF-8 decoding, half
+// the memory. esbuild escapes non-ASCII text except inside regular expressions; \uXXXX is the
+// same character there (a surrogate pair is one code point under the u flag).
+const bundle = readFileSync(bundleFile, "utf8").replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+writeFileSync(bundleFile, bundle);
 // A vm script has no module loader: an import() left in it would throw when reached.
 if (/(?<![\w$.])import\(|import\.meta/.test(bundle)) throw new Error("bundle-cli: the bundle still contains import() or import.meta");
 // The cache is keyed by the bundle's content, so a cache from another build is never read.

@@ -48,7 +48,8 @@ const DIGEST_BYTES = 20;
 
 export function runBundle(bundleUrl: URL, bundleId: string, importModule: (specifier: string) => Promise<unknown>): void {
   const file = fileURLToPath(bundleUrl);
-  const source = readFileSync(file, "utf8");
+  // The build leaves the bundle pure ASCII (scripts/bundle-cli.mjs): latin1 reads it without decoding.
+  const source = readFileSync(file, "latin1");
   const cacheFile = codeCachePath(bundleId, process.env);
   const cachedData = cacheFile ? readCodeCache(cacheFile) : undefined;
   const script = new Script(wrapBundle(source), { filename: file, cachedData });
