@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -45,6 +45,7 @@ export function wrapBundle(source: string): string {
 }
 const MAGIC = Buffer.from("veil-v8-cache-1\n");
 const DIGEST_BYTES = 20;
+const STALE_CACHE_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function runBundle(bundleUrl: URL, bundleId: string, importModule: (specifier: string) => Promise<unknown>): void {
   const file = fileURLToPath(bundleUrl);
@@ -91,7 +92,7 @@ export function readCodeCache(file: string): Buffer | undefined {
   return digest(payload).equals(bytes.subarray(MAGIC.length, payloadStart)) ? payload : undefined;
 }
 
-/** Writes the cache whole or not at all (a temp file renamed over), and drops other builds' caches. */
+/** Writes the cache whole or not at all (a temp file renamed over), and drops other builds' stale caches. */
 export function writeCodeCache(file: string, data: Buffer): void {
   const temp = `${file}.${process.pid}.tmp`;
   try {
@@ -109,11 +110,18 @@ export function writeCodeCache(file: string, data: Buffer): void {
   }
 }
 
+/**
+ * Another build's cache goes once it has not been written for STALE_CACHE_MS: two installed
+ * versions (or Nodes) in turn keep theirs, an upgrade's leftovers do not stay for ever.
+ */
 function removeOtherCaches(file: string): void {
   const dir = dirname(file);
   const own = file.slice(dir.length + 1);
+  const staleBefore = Date.now() - STALE_CACHE_MS;
   for (const name of readdirSync(dir)) {
-    if (name !== own && name.startsWith("cli-") && name.endsWith(".v8c")) rmSync(join(dir, name), { force: true });
+    if (name === own || !name.startsWith("cli-") || !name.endsWith(".v8c")) continue;
+    const path = join(dir, name);
+    if ((statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < staleBefore) rmSync(path, { force: true });
   }
 }
 

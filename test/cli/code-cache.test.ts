@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Script } from "node:vm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -93,13 +93,20 @@ describe.skipIf(!veilBuilt)("veil's V8 code cache ($VEIL_HOME/cache)", () => {
     expect(readFileSync(cacheDir(), "utf8")).toBe("not a folder");
   });
 
-  it("a cache of another build is removed when this build writes its own", async () => {
+  it("another build's cache stays while in use and is removed once a week old, when this build writes its own", async () => {
     mkdirSync(cacheDir());
-    const old = join(cacheDir(), `cli-0000000000000000-${process.version}-${process.arch}.v8c`);
-    writeFileSync(old, "an older build's cache");
+    const stale = `cli-0000000000000000-${process.version}-${process.arch}.v8c`;
+    const recent = `cli-1111111111111111-${process.version}-${process.arch}.v8c`;
+    writeFileSync(join(cacheDir(), stale), "an old build's cache");
+    const eightDaysAgo = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000);
+    utimesSync(join(cacheDir(), stale), eightDaysAgo, eightDaysAgo);
+    writeFileSync(join(cacheDir(), recent), "another installed build's cache");
     writeFileSync(join(cacheDir(), "notes.txt"), "not ours");
     await veilRun("first");
-    expect(readdirSync(cacheDir()).sort()).toEqual([expect.stringMatching(/^cli-[0-9a-f]{16}-/), "notes.txt"]);
-    expect(readdirSync(cacheDir())).not.toContain(old.slice(cacheDir().length + 1));
+    const names = readdirSync(cacheDir());
+    expect(names).not.toContain(stale);
+    expect(names).toContain(recent);
+    expect(names).toContain("notes.txt");
+    expect(names.filter((name) => name !== recent && name.endsWith(".v8c"))).toHaveLength(1);
   });
 });
