@@ -3,6 +3,14 @@ import { parseCommand, UsageError } from "./cli/args.js";
 import type { CliIo } from "./cli/terminal.js";
 import { isVeilError } from "./errors.js";
 
+/** Handed in by the bin's loader (src/cli/boot.ts); absent when this file runs unbundled. */
+declare const __veilCodeCache: { keep(): void } | undefined;
+
+/** A command that does real work asks for V8's code cache to be written at exit; help and usage errors write nothing. */
+function keepCodeCache(): void {
+  if (typeof __veilCodeCache !== "undefined") __veilCodeCache.keep();
+}
+
 const io: CliIo = {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
@@ -31,8 +39,12 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 });
 
 async function main(): Promise<number> {
-  if (process.argv[2] === "mcp") return (await import("./cli/mcp.js")).mcpCommand(process.argv.slice(3), process.cwd(), io);
+  if (process.argv[2] === "mcp") {
+    keepCodeCache();
+    return (await import("./cli/mcp.js")).mcpCommand(process.argv.slice(3), process.cwd(), io);
+  }
   const command = parseCommand(process.argv.slice(2), process.cwd());
+  if (command.kind !== "help" && command.kind !== "version") keepCodeCache();
   switch (command.kind) {
     case "help":
       io.stdout(command.text);
