@@ -4,8 +4,11 @@ import { modeConfig } from "../tools/permissions.js";
 import { recordSessionStart } from "./session-hooks.js";
 import type { CreateSessionInput, SessionManagerDeps } from "./session-types.js";
 
-/** A new session of a known agent and enabled mode, within settings.limits.maxLiveSessions; its SessionStart hook recorded. */
-export async function createSession(deps: SessionManagerDeps, input: CreateSessionInput): Promise<SessionRow> {
+/**
+ * A new session of a known agent and enabled mode, within settings.limits.maxLiveSessions
+ * (`liveHere`: the open sessions this process holds); its SessionStart hook recorded.
+ */
+export async function createSession(deps: SessionManagerDeps, input: CreateSessionInput, liveHere: number): Promise<SessionRow> {
   const agents = deps.agents();
   const agent = agents[input.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
@@ -13,7 +16,7 @@ export async function createSession(deps: SessionManagerDeps, input: CreateSessi
   if (!agent.modes[mode] && mode !== "chat") throw new VeilError("VALIDATION_ERROR", `agent "${agent.name}" has no mode "${mode}"`);
   if (!modeConfig(agent, mode).enabled) throw new VeilError("VALIDATION_ERROR", `mode "${mode}" of agent "${agent.name}" is disabled`);
   const max = deps.config.settings.limits.maxLiveSessions;
-  if ((await deps.store.countLiveSessions()) >= max) {
+  if (liveHere >= max) {
     throw new VeilError("BUDGET_EXCEEDED", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
   }
   const row: NewSession = {

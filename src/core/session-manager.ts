@@ -52,8 +52,15 @@ export class SessionManager {
     this.gate = gate;
   }
 
-  create(input: CreateSessionInput): Promise<SessionRow> {
-    return createSession(this.deps, input);
+  /**
+   * The cap counts the sessions this process holds (created or used here, not closed): what
+   * costs memory and shells. Open sessions in the store that no process holds (a hundred
+   * one-shot `veil run`s, a server's sessions before its restart) are rows, and cost nothing.
+   */
+  async create(input: CreateSessionInput): Promise<SessionRow> {
+    const row = await createSession(this.deps, input, this.live.size);
+    this.liveFor(row.id);
+    return row;
   }
 
   async get(id: string): Promise<SessionRow> {

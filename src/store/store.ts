@@ -166,7 +166,6 @@ export interface Store {
   updateSession(id: string, patch: SessionPatch): Promise<SessionRow>;
   /** Adds usage (and its cost) to the running totals and sets context_size, atomically. */
   addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd?: number): Promise<void>;
-  countLiveSessions(): Promise<number>;
   findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined>;
 
   /** Durable once the promise resolves. Assigns seq. */

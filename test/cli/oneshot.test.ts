@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { memoryLogger } from "../../src/base/log.js";
+import { createRuntime } from "../../src/runtime.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -57,6 +59,36 @@ describe.skipIf(!existsSync(MAIN))("veil run touches no session but its own (CON
       expect((await after.getSession("sess_cut"))?.status).toBe("running");
     } finally {
       await after.close();
+    }
+  });
+});
+
+describe.skipIf(!existsSync(MAIN))("limits.maxLiveSessions counts the sessions a process holds", () => {
+  it("lets one-shot runs go on past the cap (their sessions stay open in the store), while one process still cannot open more than the cap", async () => {
+    mkdirSync(join(ws.root, ".veil"), { recursive: true });
+    writeFileSync(join(ws.root, ".veil", "settings.json"), JSON.stringify({ limits: { maxLiveSessions: 2 } }));
+    for (let i = 0; i < 3; i++) {
+      llm.enqueue(reply().text(`run ${i}`).stop());
+      const result = await veilRun(`prompt ${i}`);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(`run ${i}\n`);
+    }
+    const store = SqliteStore.open(join(ws.root, ".veil", "veil.db"));
+    try {
+      expect((await store.listSessions()).filter((s) => s.status !== "closed")).toHaveLength(3);
+    } finally {
+      await store.close();
+    }
+
+    const runtime = await createRuntime({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, ".home"), VEIL_BASE_URL: llm.baseUrl, VEIL_API_KEY: "sk-test", VEIL_MODEL: "fake-model" }, log: memoryLogger() });
+    try {
+      const first = await runtime.sessions.create({ agent: "default" });
+      await runtime.sessions.create({ agent: "default" });
+      await expect(runtime.sessions.create({ agent: "default" })).rejects.toMatchObject({ code: "BUDGET_EXCEEDED", message: expect.stringContaining("limit 2, settings.limits.maxLiveSessions") });
+      await runtime.sessions.close(first.id);
+      await expect(runtime.sessions.create({ agent: "default" })).resolves.toMatchObject({ agent: "default" });
+    } finally {
+      await runtime.close();
     }
   });
 });

@@ -175,17 +175,6 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         await expectCode(store.addTokenUsage("ghost", usage(1), 1), "SESSION_NOT_FOUND");
       });
 
-      it("counts every session that is not closed as live", async () => {
-        expect(await store.countLiveSessions()).toBe(0);
-        await session("a");
-        await session("b", { status: "running" });
-        await session("c", { status: "suspended" });
-        await session("d", { status: "closed" });
-        expect(await store.countLiveSessions()).toBe(3);
-        await store.updateSession("a", { status: "closed" });
-        expect(await store.countLiveSessions()).toBe(2);
-      });
-
       it("finds a child by instance name under its own parent only", async () => {
         await session("p1");
         await session("p2");

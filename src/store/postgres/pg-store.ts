@@ -101,11 +101,6 @@ export class PgStore extends PgSideTables implements Store {
     if (result.rowCount === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
   }
 
-  async countLiveSessions(): Promise<number> {
-    const { rows } = await this.direct("count sessions", undefined, (on) => on.run<{ n: number }>("countLive", []));
-    return rows[0]!.n;
-  }
-
   async findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined> {
     const { rows } = await this.direct("find child", parentSessionId, (on) => on.run<RawSession>("findChild", [parentSessionId, instanceName]));
     return rows[0] && sessionFromRaw(rows[0]);

@@ -24,7 +24,6 @@ export const SQL = {
   listSessions: `SELECT ${SESSION_COLUMNS} FROM sessions
     WHERE ($1::text IS NULL OR parent_session_id = $1) AND ($2::text IS NULL OR status = $2)
     ORDER BY pos`,
-  countLive: "SELECT COUNT(*)::int AS n FROM sessions WHERE status != 'closed'",
   findChild: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND instance_name = $2
     ORDER BY pos DESC LIMIT 1`,
 

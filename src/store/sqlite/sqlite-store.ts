@@ -217,11 +217,6 @@ export class SqliteStore extends SqliteSideTables implements Store {
     if (result.changes === 0) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
   }
 
-  async countLiveSessions(): Promise<number> {
-    this.assertOpen();
-    return (this.stmts.countLive.get() as { n: number }).n;
-  }
-
   async findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined> {
     this.assertOpen();
     const raw = this.stmts.findChild.get(parentSessionId, instanceName) as RawSession | undefined;

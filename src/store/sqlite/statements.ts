@@ -38,7 +38,6 @@ const SQL = {
       cost_usd = cost_usd + @cost_usd,
       updated_at = @now
     WHERE id = @id`,
-  countLive: "SELECT COUNT(*) AS n FROM sessions WHERE status != 'closed'",
   findChild: `SELECT * FROM sessions WHERE parent_session_id = ? AND instance_name = ?
     ORDER BY rowid DESC LIMIT 1`,
 
