@@ -1,5 +1,5 @@
 import { median, withBaseline, type BenchResult } from "./types.js";
-import { createSession, percentile, startBenchServer, startLoadClient, startScriptedLlm, timedTurn } from "./serve-harness.js";
+import { createSession, nowUs, percentile, startBenchServer, startLoadClient, startScriptedLlm, timedTurn } from "./serve-harness.js";
 
 const SESSIONS = Number(process.env.VEIL_BENCH_SESSIONS ?? 200);
 /** Each turn: short tool calls (bash, read_file, bash), then a short streamed answer. */
@@ -16,6 +16,8 @@ const PROBE_PAUSE_MS = 10;
 export async function run(): Promise<BenchResult[]> {
   const llm = await startScriptedLlm({ toolSteps: TOOL_STEPS, textChunks: TEXT_CHUNKS });
   const server = await startBenchServer({ llm, name: "concurrency", settings: { limits: { maxLiveSessions: SESSIONS + 50 } } });
+  let busyWindow: [number, number] = [0, 0];
+  const results: BenchResult[] = [];
   try {
     const ids: string[] = [];
     for (let i = 0; i < SESSIONS; i++) ids.push(await createSession(server));
@@ -39,7 +41,9 @@ export async function run(): Promise<BenchResult[]> {
     await busy.send({ cmd: "probe", url: server.url, secret: server.secret, paths: probePaths, pauseMs: PROBE_PAUSE_MS });
     const cpu0 = server.cpuSeconds();
     const t0 = performance.now();
+    const busyFrom = nowUs();
     const turns = await Promise.all(ids.map((id, i) => timedTurn(server, id, `go ${i}`)));
+    busyWindow = [busyFrom, nowUs()];
     const wallMs = performance.now() - t0;
     const cpuSeconds = server.cpuSeconds() - cpu0;
     const busyProbes = (await busy.stop()).probes;
@@ -53,7 +57,7 @@ export async function run(): Promise<BenchResult[]> {
         target: "≤ 100 ms",
         note: `${busyProbes[key]?.length ?? 0} probes, p50 ${median(busyProbes[key] ?? []).toFixed(1)} ms`,
       });
-    return [
+    results.push(
       probeResult("/health", `/health p99 while ${SESSIONS} sessions run a turn at once (${TOOL_STEPS} tool calls each)`),
       probeResult("/sessions/:id", `GET /sessions/:id p99 while ${SESSIONS} sessions run`),
       probeResult("/health (new connection)", `/health p99 on a new connection each time while ${SESSIONS} sessions run`),
@@ -72,9 +76,19 @@ export async function run(): Promise<BenchResult[]> {
         baseline: { name: "one turn alone", value: median(lone) },
         note: `${((wallMs / SESSIONS)).toFixed(1)} ms of wall time per turn`,
       }),
-    ];
+    );
   } finally {
     await server.stop();
     await llm.close();
   }
+  const delays = server.loopDelays(...busyWindow);
+  if (delays.length > 0) {
+    results.push({
+      name: `server event-loop delay while the ${SESSIONS} turns run: p99`,
+      value: percentile(delays, 99),
+      unit: "ms",
+      note: `p50 ${percentile(delays, 50).toFixed(1)} ms, max ${Math.max(...delays).toFixed(0)} ms, ${delays.filter((d) => d >= 50).length} of ${delays.length} 5-ms ticks ≥ 50 ms late`,
+    });
+  }
+  return results;
 }

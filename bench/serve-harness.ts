@@ -4,12 +4,13 @@
  * probes, and the server's CPU time and RSS from /proc.
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../test/helpers/fake-llm.js";
 import { listeningUrl } from "../test/helpers/spawned-server.js";
+import { LOOP_DELAY_ENV, type LoopDelayReport } from "../src/server/loop-delay.js";
 import type { LoadCommand, LoadReport } from "./load-client.js";
 
 const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
@@ -31,6 +32,16 @@ export interface BenchServer {
   rssBytes(): number;
   /** SIGTERM (a clean shutdown, so a --cpu-prof profile is written), then the folders go. */
   stop(): Promise<void>;
+  /**
+   * After stop(): how late the server's event loop ran each 5 ms tick between two
+   * process.hrtime readings (µs) of this process (the clock is the machine's monotonic one).
+   */
+  loopDelays(fromUs: number, toUs: number): number[];
+}
+
+/** process.hrtime in µs, the clock of LoopDelayReport. */
+export function nowUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 /**
@@ -46,7 +57,10 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
   const ownTmp = join(workspace, ".tmp");
   mkdirSync(ownTmp, { recursive: true });
   const profDir = process.env.VEIL_BENCH_CPU_PROF;
-  const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${options.name}-${Date.now()}.cpuprofile`] : [];
+  const profName = `${options.name}-${Date.now()}`;
+  const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${profName}.cpuprofile`] : [];
+  const loopDelayFile = join(workspace, ".loop-delay.json");
+  let loopDelay: LoopDelayReport | undefined;
   const env = {
     ...process.env,
     VEIL_BASE_URL: options.llm.baseUrl,
@@ -59,6 +73,7 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     // The shells read this HOME's (empty) ~/.bashrc, not the machine user's: the figures do not
     // depend on what it runs, and a shell killed mid-~/.bashrc leaves no lock behind there.
     HOME: home,
+    [LOOP_DELAY_ENV]: loopDelayFile,
   };
   const child = spawn(process.execPath, [...nodeArgs, MAIN, "serve", "--port", "0", "--workspace", workspace], { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
@@ -97,8 +112,14 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       await exited;
       clearTimeout(timer);
+      if (existsSync(loopDelayFile)) {
+        loopDelay = JSON.parse(readFileSync(loopDelayFile, "utf8")) as LoopDelayReport;
+        // Beside the profile, to line its stalls up with the samples (the same clock).
+        if (profDir) copyFileSync(loopDelayFile, join(profDir, `${profName}.loop-delay.json`));
+      }
       rmSync(workspace, { recursive: true, force: true });
     },
+    loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late]) => late),
   };
 }
 
