@@ -29,6 +29,11 @@ export interface BenchServer {
   stderr(): string;
   /** User + system CPU seconds the server process has used so far. */
   cpuSeconds(): number;
+  /**
+   * Seconds the server's main thread has waited, runnable, for a CPU so far (schedstat): on a
+   * machine shared with other work, what its event loop lost to other processes.
+   */
+  cpuWaitSeconds(): number;
   rssBytes(): number;
   /** SIGTERM (a clean shutdown, so a --cpu-prof profile is written), then the folders go. */
   stop(): Promise<void>;
@@ -36,7 +41,7 @@ export interface BenchServer {
    * After stop(): how late the server's event loop ran each 5 ms tick between two
    * process.hrtime readings (µs) of this process (the clock is the machine's monotonic one).
    */
-  loopDelays(fromUs: number, toUs: number): number[];
+  loopDelays(fromUs: number, toUs: number): { late: number; waited: number }[];
 }
 
 /** process.hrtime in µs, the clock of LoopDelayReport. */
@@ -103,6 +108,13 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
     },
+    cpuWaitSeconds() {
+      try {
+        return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+      } catch {
+        return NaN;
+      }
+    },
     rssBytes() {
       const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
       return match ? Number(match[1]) * 1024 : 0;
@@ -119,7 +131,7 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
       }
       rmSync(workspace, { recursive: true, force: true });
     },
-    loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late]) => late),
+    loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late, waited]) => ({ late, waited })),
   };
 }
 
