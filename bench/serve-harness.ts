@@ -29,6 +29,8 @@ export interface BenchServer {
   stderr(): string;
   /** User + system CPU seconds the server process has used so far. */
   cpuSeconds(): number;
+  /** CPU seconds of the server's spawn helper process (spawn-helper-main.js), 0 when there is none. */
+  helperCpuSeconds(): number;
   /**
    * Seconds the server's main thread has waited, runnable, for a CPU so far (schedstat): on a
    * machine shared with other work, what its event loop lost to other processes.
@@ -102,11 +104,17 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
         throw new Error(`${init.method ?? "GET"} ${path}: ${error.message}${cause ? ` (${cause})` : ""}; ${state}; stderr: ${stderr.slice(-1500)}`);
       }),
     stderr: () => stderr,
-    cpuSeconds() {
-      // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    cpuSeconds: () => processCpuSeconds(pid),
+    helperCpuSeconds() {
+      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+      const helper = children.find((child) => {
+        try {
+          return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("spawn-helper-main");
+        } catch {
+          return false;
+        }
+      });
+      return helper ? processCpuSeconds(Number(helper)) : 0;
     },
     cpuWaitSeconds() {
       try {
@@ -133,6 +141,13 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     },
     loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late, waited]) => ({ late, waited })),
   };
+}
+
+function processCpuSeconds(pid: number): number {
+  // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 export interface LoadClient {
