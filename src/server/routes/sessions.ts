@@ -1,4 +1,3 @@
-import { fairTurn } from "../../base/fair-turns.js";
 import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
@@ -122,8 +121,6 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.post("/sessions/:id/resume", async (c) => c.json({ ok: true, session: publicSession(await sessions.resume(c.req.param("id"))) }));
 
   app.post("/sessions/:id/chat", async (c) => {
-    // A burst of chats takes turns with the sockets, so a /health among them is answered.
-    await fairTurn();
     const id = c.req.param("id");
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
