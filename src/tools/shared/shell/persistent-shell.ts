@@ -178,6 +178,8 @@ export class PersistentShell {
       this.stderrTail = (this.stderrTail + data.toString("utf8")).slice(-STDERR_KEEP);
     });
     child.stdin.on("error", () => undefined);
+    // Closed while the spawn helper started it: start() ends it now (dispose() found no process yet).
+    if (this.closed) return false;
 
     const token = randomBytes(12).toString("hex");
     this.rcRunning = loadBashrc;

@@ -65,6 +65,15 @@ describe("spawn helper", () => {
     expect(shell.alive).toBe(false);
   });
 
+  it("a shell closed while the helper starts it is ended once it has started, not left running", async () => {
+    const shell = new PersistentShell({ cwd: tmpdir(), isolation: PROCESS_GROUP, tempDir: tmpdir(), clock: systemClock, loadBashrc: false });
+    const starting = shell.start();
+    await shell.dispose();
+    await expect(starting).rejects.toThrow("the shell was closed while it started");
+    expect(shell.pid).toBeDefined();
+    expect(isAlive(shell.pid!)).toBe(false);
+  });
+
   it("when the helper dies, its shells are reported gone (and killed), and the next spawn gets a new helper", async () => {
     const shell = await spawnShellProcess({ file: "sleep", args: ["30"], cwd: tmpdir() });
     const first = spawnHelperPid()!;
