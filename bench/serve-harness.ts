@@ -4,12 +4,13 @@
  * probes, and the server's CPU time and RSS from /proc.
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../test/helpers/fake-llm.js";
 import { listeningUrl } from "../test/helpers/spawned-server.js";
+import { LOOP_DELAY_ENV, type LoopDelayReport } from "../src/server/loop-delay.js";
 import type { LoadCommand, LoadReport } from "./load-client.js";
 
 const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
@@ -28,9 +29,26 @@ export interface BenchServer {
   stderr(): string;
   /** User + system CPU seconds the server process has used so far. */
   cpuSeconds(): number;
+  /** CPU seconds of the server's spawn helper process (spawn-helper-main.js), 0 when there is none. */
+  helperCpuSeconds(): number;
+  /**
+   * Seconds the server's main thread has waited, runnable, for a CPU so far (schedstat): on a
+   * machine shared with other work, what its event loop lost to other processes.
+   */
+  cpuWaitSeconds(): number;
   rssBytes(): number;
   /** SIGTERM (a clean shutdown, so a --cpu-prof profile is written), then the folders go. */
   stop(): Promise<void>;
+  /**
+   * After stop(): how late the server's event loop ran each 5 ms tick between two
+   * process.hrtime readings (µs) of this process (the clock is the machine's monotonic one).
+   */
+  loopDelays(fromUs: number, toUs: number): { late: number; waited: number }[];
+}
+
+/** process.hrtime in µs, the clock of LoopDelayReport. */
+export function nowUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 /**
@@ -46,7 +64,10 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
   const ownTmp = join(workspace, ".tmp");
   mkdirSync(ownTmp, { recursive: true });
   const profDir = process.env.VEIL_BENCH_CPU_PROF;
-  const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${options.name}-${Date.now()}.cpuprofile`] : [];
+  const profName = `${options.name}-${Date.now()}`;
+  const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${profName}.cpuprofile`] : [];
+  const loopDelayFile = join(workspace, ".loop-delay.json");
+  let loopDelay: LoopDelayReport | undefined;
   const env = {
     ...process.env,
     VEIL_BASE_URL: options.llm.baseUrl,
@@ -59,6 +80,7 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     // The shells read this HOME's (empty) ~/.bashrc, not the machine user's: the figures do not
     // depend on what it runs, and a shell killed mid-~/.bashrc leaves no lock behind there.
     HOME: home,
+    [LOOP_DELAY_ENV]: loopDelayFile,
   };
   const child = spawn(process.execPath, [...nodeArgs, MAIN, "serve", "--port", "0", "--workspace", workspace], { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
@@ -82,11 +104,24 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
         throw new Error(`${init.method ?? "GET"} ${path}: ${error.message}${cause ? ` (${cause})` : ""}; ${state}; stderr: ${stderr.slice(-1500)}`);
       }),
     stderr: () => stderr,
-    cpuSeconds() {
-      // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    cpuSeconds: () => processCpuSeconds(pid),
+    helperCpuSeconds() {
+      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+      const helper = children.find((child) => {
+        try {
+          return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("spawn-helper-main");
+        } catch {
+          return false;
+        }
+      });
+      return helper ? processCpuSeconds(Number(helper)) : 0;
+    },
+    cpuWaitSeconds() {
+      try {
+        return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e9;
+      } catch {
+        return NaN;
+      }
     },
     rssBytes() {
       const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -97,9 +132,22 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       await exited;
       clearTimeout(timer);
+      if (existsSync(loopDelayFile)) {
+        loopDelay = JSON.parse(readFileSync(loopDelayFile, "utf8")) as LoopDelayReport;
+        // Beside the profile, to line its stalls up with the samples (the same clock).
+        if (profDir) copyFileSync(loopDelayFile, join(profDir, `${profName}.loop-delay.json`));
+      }
       rmSync(workspace, { recursive: true, force: true });
     },
+    loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late, waited]) => ({ late, waited })),
   };
+}
+
+function processCpuSeconds(pid: number): number {
+  // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 export interface LoadClient {

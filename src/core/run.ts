@@ -1,3 +1,4 @@
+import { fairTurn } from "../base/fair-turns.js";
 import { VeilError } from "../errors.js";
 import type { RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
@@ -66,6 +67,8 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   const inbox = host.inbox(id, live, recorder, store);
   let result: RunResult;
   try {
+    // Many runs starting at once take turns with the sockets (see fair-turns.ts).
+    await fairTurn();
     await live.context.quiet();
     const session = await host.getSession(id);
     const turn = await prepareRun(host.setup, session, perCall, live.resources);
@@ -127,7 +130,10 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
     },
     runIO(host, scope, turn),
   );
-  for await (const event of stream) await scope.recorder.apply(event);
+  for await (const event of stream) {
+    await fairTurn();
+    await scope.recorder.apply(event);
+  }
 }
 
 /** How the engine reaches tools, the inbox, the store and the session's context during the run. */

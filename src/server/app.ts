@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { fairTurn } from "../base/fair-turns.js";
 import { VERSION } from "../version.js";
 import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js";
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
@@ -13,6 +14,7 @@ import { extraRouteModules } from "./routes/index.js";
 
 /** Paths reachable without the bearer secret: health and the dashboard's static files. */
 const PUBLIC_PATHS = new Set(["/health", ...DASHBOARD_PATHS]);
+const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * Builds the HTTP app. It does not listen (see listen.ts), so tests can drive it
@@ -24,6 +26,13 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
 
   app.onError((error, c) => errorResponse(c, error, runtime.log));
   app.notFound((c) => apiError(c, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`));
+
+  // Reads (a /health, a session's state) are answered at once; a burst of writes (200 chats
+  // arriving together) takes fair turns with the sockets first (see fair-turns.ts).
+  app.use("*", async (c, next) => {
+    if (!READS.has(c.req.method)) await fairTurn();
+    return next();
+  });
 
   const cors = corsPolicy(runtime.config.settings);
   const hostsFor = (host: string | undefined) => state.allowedHosts ?? new Set([(host ?? "").toLowerCase()]);

@@ -7,8 +7,14 @@ import { createHash, timingSafeEqual } from "node:crypto";
 export function tokenMatches(presented: string | undefined, secret: string): boolean {
   if (!presented) return false;
   const a = createHash("sha256").update(presented).digest();
-  const b = createHash("sha256").update(secret).digest();
-  return timingSafeEqual(a, b);
+  return timingSafeEqual(a, secretDigest(secret));
+}
+
+/** The secret's hash, computed once (every request compares against it). */
+let lastSecret: { secret: string; digest: Buffer } | undefined;
+function secretDigest(secret: string): Buffer {
+  if (lastSecret?.secret !== secret) lastSecret = { secret, digest: createHash("sha256").update(secret).digest() };
+  return lastSecret.digest;
 }
 
 export function bearerToken(header: string | undefined): string | undefined {

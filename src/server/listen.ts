@@ -4,6 +4,8 @@ import type { Runtime } from "../runtime.js";
 import { createApp } from "./app.js";
 import { allowedHosts } from "./auth.js";
 import type { ServerState } from "./context.js";
+import { useSpawnHelper } from "../tools/shared/shell/spawn-helper.js";
+import { watchLoopDelay } from "./loop-delay.js";
 
 export interface StartedServer {
   url: string;
@@ -16,6 +18,8 @@ export interface StartedServer {
 /** Binds the app (127.0.0.1 by default). close() stops accepting, ends streams and closes the runtime. */
 export async function startServer(options: { runtime: Runtime; secret: string; host?: string; port?: number; heartbeatMs?: number; closeRuntime?: boolean }): Promise<StartedServer> {
   const host = options.host ?? "127.0.0.1";
+  // Many sessions' shells: started by a small helper process, so this big one never forks.
+  useSpawnHelper();
   const state: ServerState = { runtime: options.runtime, secret: options.secret, allowedHosts: new Set(), heartbeatMs: options.heartbeatMs };
   const app = createApp(state);
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -28,6 +32,7 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
   state.allowedHosts = host === "0.0.0.0" || host === "::" ? null : allowedHosts(host, port);
   options.runtime.services.selfAddress = { host, port };
   const shownHost = host.includes(":") ? `[${host}]` : host;
+  const writeLoopDelay = watchLoopDelay();
   let closing: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${port}`,
@@ -40,6 +45,7 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
           server.close(() => resolve());
           (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         });
+        writeLoopDelay();
         if (options.closeRuntime !== false) await options.runtime.close();
       })();
       return closing;

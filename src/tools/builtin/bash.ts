@@ -5,7 +5,7 @@ import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import type { ToolOutcome } from "../types.js";
 import { renderCaptured } from "../shared/shell/output-capture.js";
-import { prewarmSessionShell, sessionShells } from "../shared/shell/session-shells.js";
+import { openSessionShells, prewarmSessionShell } from "../shared/shell/session-shells.js";
 import type { ForegroundRun } from "../shared/shell/shell-manager.js";
 
 const DEFAULT_TIMEOUT_S = 120;
@@ -47,7 +47,7 @@ export const bash = defineTool({
   // The first call of a session would wait for bash (and the isolation probe) to start.
   warmUp: prewarmSessionShell,
   async execute(input: Static<typeof Params>, ctx) {
-    const shells = sessionShells(ctx);
+    const shells = await openSessionShells(ctx);
     const workingDir = input.workingDir === undefined ? undefined : checkedDir(ctx.workspace, input.workingDir);
     if (input.run_in_background) {
       const shell = await shells.startBackground(input.command, workingDir);

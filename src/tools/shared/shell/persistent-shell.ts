@@ -1,6 +1,6 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../../base/clock.js";
 import { checkScript, driverLine, initScript, readyLine } from "./bash-script.js";
@@ -8,6 +8,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { killTree, terminateDescendants, type Isolation, type KillTarget } from "./isolation.js";
 import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";
 import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
+import { spawnShellProcess, type ShellProcess } from "./spawn-helper.js";
 
 /** How long bash may take to start and read ~/.bashrc before we retry without it. */
 export const READY_TIMEOUT_MS = 15_000;
@@ -42,8 +43,8 @@ export interface PersistentShellOptions {
   /** Directory the shell starts in. */
   cwd: string;
   isolation: Isolation;
-  /** Private folder for command files. */
-  tempDir: string;
+  /** Private folder for command files (a promise: the folder may still be being made). */
+  tempDir: string | Promise<string>;
   clock: Clock;
   /** Let bash read ~/.bashrc at spawn. default: true */
   loadBashrc?: boolean;
@@ -65,7 +66,7 @@ interface Pending {
  */
 export class PersistentShell {
   readonly tag = randomBytes(8).toString("hex");
-  private child?: ChildProcessWithoutNullStreams;
+  private child?: ShellProcess;
   private pending?: Pending;
   private queue: Promise<unknown> = Promise.resolve();
   private exited?: Promise<void>;
@@ -153,24 +154,19 @@ export class PersistentShell {
     return { pid: this.child!.pid!, tag: this.tag, mode: this.options.isolation.mode };
   }
 
-  private spawnAndWait(loadBashrc: boolean): Promise<boolean> {
+  private async spawnAndWait(loadBashrc: boolean): Promise<boolean> {
     const { isolation } = this.options;
     const bashArgs = ["--noediting", "--noprofile", ...(loadBashrc ? [] : ["--norc"]), "-i"];
     const argv = [...isolation.prefix, "bash", ...bashArgs];
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: this.cwd,
-      env: this.options.env,
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = await spawnShellProcess({ file: argv[0]!, args: argv.slice(1), cwd: this.cwd, env: this.options.env });
     this.child = child;
     this.exited = new Promise((resolve) => {
-      child.once("exit", (code, signal) => {
+      child.once("exit", (code: number | null, signal: NodeJS.Signals | null) => {
         this.dead = true;
         this.onExit(code ?? (signal ? 128 : null));
         resolve();
       });
-      child.once("error", (error) => {
+      child.once("error", (error: Error) => {
         this.stderrTail += String(error.message);
         this.dead = true;
         this.onExit(null);
@@ -182,6 +178,8 @@ export class PersistentShell {
       this.stderrTail = (this.stderrTail + data.toString("utf8")).slice(-STDERR_KEEP);
     });
     child.stdin.on("error", () => undefined);
+    // Closed while the spawn helper started it: start() ends it now (dispose() found no process yet).
+    if (this.closed) return false;
 
     const token = randomBytes(12).toString("hex");
     this.rcRunning = loadBashrc;
@@ -233,13 +231,15 @@ export class PersistentShell {
     if (this.dead || !this.child) throw new Error("the shell is not running");
     const token = randomBytes(12).toString("hex");
     // Commands run one at a time, so the same three files serve every command.
+    const tempDir = await this.options.tempDir;
     const files = {
-      command: join(this.options.tempDir, `fg-command-${this.tag}.sh`),
-      check: join(this.options.tempDir, `fg-check-${this.tag}.sh`),
-      checkErrors: join(this.options.tempDir, `fg-check-${this.tag}.err`),
+      command: join(tempDir, `fg-command-${this.tag}.sh`),
+      check: join(tempDir, `fg-check-${this.tag}.sh`),
+      checkErrors: join(tempDir, `fg-check-${this.tag}.err`),
     };
-    writeFileSync(files.command, command);
-    writeFileSync(files.check, checkScript(command));
+    // Off the event loop: with hundreds of sessions, synchronous writes here added up to stalls.
+    await Promise.all([writeFile(files.command, command), writeFile(files.check, checkScript(command))]);
+    if (this.dead || !this.child) throw new Error("the shell is not running");
     const throttle = options.onChunk ? new ChunkThrottle(options.onChunk, this.options.clock) : undefined;
     const capture = new OutputCapture(options.maxChars, throttle);
     return new Promise<RunResult>((resolve) => {

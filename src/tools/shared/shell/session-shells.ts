@@ -18,6 +18,16 @@ export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "se
 }
 
 /**
+ * sessionShells() once the isolation is known, detected without blocking when no warm-up has
+ * yet: the blocking probe (spawnSync, ~100 ms on a busy machine) stopped every session's loop.
+ */
+export async function openSessionShells(ctx: Parameters<typeof sessionShells>[0]): Promise<ShellManager> {
+  const options: ShellServiceOptions = ctx.services.shell ?? {};
+  if (options.isolation !== "process-group") await ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).warm();
+  return sessionShells(ctx);
+}
+
+/**
  * bash's warm-up: detects the isolation without blocking, then has the session's shell
  * manager start the foreground shell in the workspace for the first bash call to adopt.
  */

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../../../base/clock.js";
@@ -42,8 +42,8 @@ export interface ForegroundRun extends RunResult {
  * with their descendants (see isolation.ts), and removes the temp folder.
  */
 export class ShellManager implements Disposable {
-  // The pid in the name lets the next server clear this folder if this one is killed (leftovers.ts).
-  readonly tempDir = mkdtempSync(join(tmpdir(), shellDirPrefix()));
+  /** The private folder for command files, made on first use (off the event loop). */
+  private tempDirMade?: Promise<string>;
   private foreground?: PersistentShell;
   private starting?: Promise<PersistentShell>;
   private initialDir?: string;
@@ -93,19 +93,21 @@ export class ShellManager implements Disposable {
     if (shell?.alive) {
       cwd = shell.cwd;
       if (!shell.busy) {
-        const file = join(this.tempDir, `snapshot-${backgroundShellId()}.sh`);
+        const file = join(await this.tempDir(), `snapshot-${backgroundShellId()}.sh`);
         const result = await shell.run(snapshotCommand(file), { timeoutMs: SNAPSHOT_TIMEOUT_MS, maxChars: 1_000 });
         if (result.outcome === "completed") snapshotFile = file;
         cwd = shell.cwd;
       }
     }
     const id = backgroundShellId();
+    const tempDir = await this.tempDir();
+    this.assertOpen();
     const background = new BackgroundShell({
       id,
       command,
       cwd,
       isolation: this.isolation,
-      tempDir: this.tempDir,
+      tempDir,
       clock: this.options.clock,
       env: this.options.env,
       snapshotFile,
@@ -145,7 +147,18 @@ export class ShellManager implements Disposable {
     if (this.spare) shells.push(this.spare.shell);
     this.spare = undefined;
     await Promise.allSettled(shells.map((shell) => shell.dispose()));
-    rmSync(this.tempDir, { recursive: true, force: true });
+    const made = this.tempDirMade && (await this.tempDirMade.catch(() => undefined));
+    if (made) await rm(made, { recursive: true, force: true });
+  }
+
+  /** The pid in the folder's name lets the next server clear it if this one is killed (leftovers.ts). */
+  private tempDir(): Promise<string> {
+    if (!this.tempDirMade) {
+      this.tempDirMade = mkdtemp(join(tmpdir(), shellDirPrefix()));
+      // A failure is reported to the command that needs the folder, not as an unhandled rejection.
+      this.tempDirMade.catch(() => undefined);
+    }
+    return this.tempDirMade;
   }
 
   private assertOpen(): void {
@@ -163,7 +176,7 @@ export class ShellManager implements Disposable {
     return new PersistentShell({
       cwd,
       isolation: this.isolation,
-      tempDir: this.tempDir,
+      tempDir: this.tempDir(),
       clock: this.options.clock,
       loadBashrc: this.options.loadBashrc,
       env: this.options.env,
