@@ -1,5 +1,6 @@
 // Compiles, at build time, the JSON schemas every process checks input against (the
-// built-in tools' parameters, the config files) with AJV's standalone code: one module per
+// built-in tools' parameters, the config files, the server's request bodies) with AJV's
+// standalone code: one module per
 // schema in dist/src/base/validators/, and index.cjs listing their schemas' JSON text.
 // Loading AJV and generating a validator cost the first tool call of a process ~100 ms;
 // requiring one of these modules costs well under one. base/validation.ts finds a schema by
@@ -14,8 +15,20 @@ const standaloneCode = require("ajv/dist/standalone").default;
 const { allBuiltinTools } = await import("../dist/src/core/builtins.js");
 const { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } = await import("../dist/src/config/schemas.js");
 const { VALIDATOR_OPTIONS } = await import("../dist/src/base/validation.js");
+// A server compiled these on its first request of each kind: ~100 ms with the loop stopped.
+const { ChatBody, CreateBody } = await import("../dist/src/server/routes/sessions.js");
+const { CompletionBody } = await import("../dist/src/server/routes/completions.js");
+const { ArmBody } = await import("../dist/src/server/routes/wakeups.js");
+const { MintBody, ResultBody } = await import("../dist/src/server/routes/remote-methods.js");
+const bodies = [ChatBody, CreateBody, CompletionBody, ArmBody, MintBody, ResultBody];
+if (bodies.some((schema) => !schema)) throw new Error("precompile-validators: a request-body schema is no longer exported where this script looks");
 
-const texts = [...new Set([...allBuiltinTools().map((tool) => JSON.stringify(tool.inputSchema)), ...[SettingsFileSchema, ModelsFileSchema, AgentFileSchema].map((s) => JSON.stringify(s))])];
+const texts = [
+  ...new Set([
+    ...allBuiltinTools().map((tool) => JSON.stringify(tool.inputSchema)),
+    ...[SettingsFileSchema, ModelsFileSchema, AgentFileSchema, ...bodies].map((s) => JSON.stringify(s)),
+  ]),
+];
 const out = new URL("../dist/src/base/validators/", import.meta.url);
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });

@@ -88,7 +88,7 @@ const DOCS: Record<string, Doc> = {
   "GET /dashboard/app.js": { summary: "dashboard script", tag: "dashboard", public: true },
   "GET /dashboard/app.css": { summary: "dashboard styles", tag: "dashboard", public: true },
   "GET /dashboard/favicon.svg": { summary: "dashboard icon", tag: "dashboard", public: true },
-  "GET /events": { summary: "live events of every session (SSE; id is the global gseq)", tag: "events", sse: true, streamToken: true, query: { session: "only this session's events", ...SESSION_EVENTS_QUERY } },
+  "GET /events": { summary: "live events of every session (SSE; id is the global gseq)", tag: "events", sse: true, streamToken: true, query: { session: "only this session's events", methods: "\"pending\": first a method.pending for each remote method pending when the stream opens", ...SESSION_EVENTS_QUERY } },
   "GET /agents": { summary: "agents visible in the workspace", tag: "agents", response: ListOf(AnyObject) },
   "GET /agents/:name": { summary: "one agent", tag: "agents", response: AnyObject },
   "GET /tools": { summary: "built-in and custom tools an agent sees, with tier, state and schema", tag: "agents", query: { agent: "agent name (default: default)", mode: "mode (default: chat)" }, response: ListOf(AnyObject) },

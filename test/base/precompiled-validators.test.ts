@@ -4,6 +4,10 @@ import { describe, expect, it } from "vitest";
 import { allBuiltinTools } from "../../src/core/builtins.js";
 import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "../../src/config/schemas.js";
 import { createValidatorFactory } from "../../src/base/validation.js";
+import { CompletionBody } from "../../src/server/routes/completions.js";
+import { MintBody, ResultBody } from "../../src/server/routes/remote-methods.js";
+import { ChatBody, CreateBody } from "../../src/server/routes/sessions.js";
+import { ArmBody } from "../../src/server/routes/wakeups.js";
 
 const BUILT = fileURLToPath(new URL("../../dist/src/base/validation.js", import.meta.url));
 
@@ -16,7 +20,7 @@ function samples(schema: Record<string, unknown>): unknown[] {
 }
 
 /**
- * The build compiles the built-in tools' and config files' schemas ahead (scripts/
+ * The build compiles the built-in tools', config files' and request bodies' schemas ahead (scripts/
  * precompile-validators.mjs); base/validation.ts takes them from there by schema text.
  * The built validation module must find every one, and answer exactly as AJV does.
  */
@@ -26,9 +30,10 @@ describe.skipIf(!existsSync(BUILT))("validators compiled at build time", () => {
     ["settings.json", JSON.parse(JSON.stringify(SettingsFileSchema)) as Record<string, unknown>],
     ["models.json", JSON.parse(JSON.stringify(ModelsFileSchema)) as Record<string, unknown>],
     ["agent file", JSON.parse(JSON.stringify(AgentFileSchema)) as Record<string, unknown>],
+    ...Object.entries({ ChatBody, CreateBody, CompletionBody, ArmBody, MintBody, ResultBody }).map(([name, schema]): [string, Record<string, unknown>] => [`request body ${name}`, JSON.parse(JSON.stringify(schema)) as Record<string, unknown>]),
   ];
 
-  it("cover every built-in tool and config file schema of this source", async () => {
+  it("cover every built-in tool, config file and request-body schema of this source", async () => {
     const built = (await import(BUILT)) as typeof import("../../src/base/validation.js");
     const table = built.precompiledValidators();
     const missing = schemas.filter(([, schema]) => !table.has(JSON.stringify(schema))).map(([name]) => name);
