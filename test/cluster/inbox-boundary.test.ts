@@ -1,6 +1,8 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { reply } from "../helpers/fake-llm.js";
-import { answer, chat, clusterHarness, post, watch } from "../helpers/cluster.js";
+import { answer, chat, clusterHarness, eventually, post, sessionRows, watch } from "../helpers/cluster.js";
 
 const cluster = clusterHarness("cluster/inbox-boundary.test");
 
@@ -11,13 +13,18 @@ describe.skipIf(!!cluster.unavailable)("a message sent to another node mid-run",
     cluster.llm().enqueue(reply().text("owned").stop());
     await chat(a!, session.id, "take it");
     // Two tool steps: the message lands during the first, so the second step's request carries it.
-    // The first is shorter than INBOX_RECHECK_MS: only the inbox signal tells A to read again.
-    cluster.llm().enqueue(reply().tool("sleep", { seconds: 0.6 }).stop(), reply().tool("sleep", { seconds: 0 }).stop(), reply().text("seen").stop());
+    // The first ends once B's message is queued (a flag, not a timer: B may be slow on a busy
+    // machine); A learns of it from the inbox signal, not from a read before the boundary.
+    const { url, workspace } = cluster.where();
+    const flag = join(workspace, "queued.flag");
+    cluster.llm().enqueue(reply().tool("bash", { command: `while [ ! -f ${flag} ]; do sleep 0.02; done; echo released` }).stop(), reply().tool("bash", { command: "true" }).stop(), reply().text("seen").stop());
     const started = await watch(a!, (d) => d.type === "tool.start" && d.sessionId === session.id);
     const running = answer(a!.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "run it" }) }));
     await started.done;
     const before = cluster.llm().completionRequests.length;
     const fromB = answer(b!.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "sent to B" }) }));
+    await eventually(async () => ((await sessionRows(url, session.id)).inbox ?? []).length === 1, "B's message in the inbox");
+    writeFileSync(flag, "");
     expect((await running).body.content).toBe("seen");
     expect((await fromB).body.content).toBe("seen");
     const after = cluster.llm().completionRequests.slice(before);

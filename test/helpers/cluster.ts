@@ -9,12 +9,14 @@ import { clusterUnavailable, startNodes, type ClusterNodes } from "./cluster-nod
 import { startPostgres, type PostgresCluster } from "./postgres.js";
 import type { SpawnedServer } from "./spawned-server.js";
 
-export { chat, eventually, json, messages, post, watch } from "./cluster-nodes.js";
+export { chat, eventually, json, messages, post, sessionRows, watch } from "./cluster-nodes.js";
 
 export interface ClusterHarness {
   /** Why these tests skip, or undefined when PostgreSQL and the build are there. */
   unavailable: string | undefined;
   llm(): FakeLlm;
+  /** The running nodes' database URL and shared workspace folder. */
+  where(): { url: string; workspace: string };
   /** `count` nodes (leases of 2 s unless `settings` say otherwise); `files` go into the shared workspace. */
   start(count: number, options?: { settings?: Record<string, unknown>; files?: Record<string, string> }): Promise<SpawnedServer[]>;
 }
@@ -40,6 +42,7 @@ export function clusterHarness(file: string): ClusterHarness {
   return {
     unavailable,
     llm: () => current!.llm,
+    where: () => ({ url: current!.url, workspace: current!.ws.root }),
     async start(count, options = {}) {
       current = await startNodes(pg!, count, options.settings, options.files);
       return current.nodes;
