@@ -2,13 +2,14 @@
  * The spawn helper's process (see spawn-helper.ts): a small Node process that starts the
  * shells the server asks for and hands their stdio back over the IPC channel, so that the
  * big server process never forks. It holds nothing else; when the server goes (the channel
- * closes), it SIGKILLs the process groups it started and exits.
+ * closes, or this process is re-parented), it SIGKILLs the process groups it started and exits.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import type { HelperMessage, HelperRequest } from "./spawn-helper.js";
 
 const children = new Map<number, ChildProcess>();
+const PARENT_CHECK_MS = 500;
 
 function send(message: HelperMessage, handle?: Socket): void {
   if (process.connected) process.send!(message, handle);
@@ -51,8 +52,8 @@ function start(request: HelperRequest): void {
   });
 }
 
-process.on("message", (request: HelperRequest) => start(request));
-process.on("disconnect", () => {
+/** The server is gone: so are the shells it asked for. */
+function shutdown(): never {
   for (const pid of children.keys()) {
     try {
       process.kill(-pid, "SIGKILL");
@@ -61,4 +62,14 @@ process.on("disconnect", () => {
     }
   }
   process.exit(0);
-});
+}
+
+process.on("message", (request: HelperRequest) => start(request));
+process.on("disconnect", shutdown);
+// A server killed while this process waited for its acks of sent pipes never gets a
+// `disconnect` here (Node holds it back until the handle queue drains): being re-parented
+// says the server is gone all the same.
+const serverPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== serverPid) shutdown();
+}, PARENT_CHECK_MS).unref();

@@ -3,11 +3,12 @@
  * hands their pipes back, so the server never forks. What a shell sees and what the server
  * reads of it must not differ from a direct spawn, and a helper that dies must not strand them.
  */
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { systemClock } from "../../../../src/base/clock.js";
 import { isAlive, PROCESS_GROUP } from "../../../../src/tools/shared/shell/isolation.js";
 import { PersistentShell } from "../../../../src/tools/shared/shell/persistent-shell.js";
@@ -18,6 +19,22 @@ useSpawnHelper();
 function parentOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+}
+
+const BUILT_HELPER = join(process.cwd(), "dist/src/tools/shared/shell/spawn-helper.js");
+
+/** Pids of the live processes whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/cmdline`, "utf8").includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 function readAll(stream: Readable): Promise<string> {
@@ -86,5 +103,29 @@ describe("spawn helper", () => {
     expect(parentOf(next.pid!)).toBe(spawnHelperPid());
     next.stdin.end("again\n");
     expect(await readAll(next.stdout)).toBe("again\n");
+  });
+
+  it.skipIf(!existsSync(BUILT_HELPER))("a server killed while the helper hands it a shell's pipes takes the helper and its shells with it", async () => {
+    // The "server": starts one shell, asks for a second and is SIGKILLed before it can take the
+    // second's pipes (Node then never tells the helper its channel closed).
+    const marker = `veil-helper-orphan-${process.pid}-${Date.now()}`;
+    const script = `
+      const m = await import(${JSON.stringify(BUILT_HELPER)});
+      m.useSpawnHelper();
+      const shell = { file: "bash", args: ["-c", "sleep 60; : ${marker}"], cwd: "/tmp" };
+      await m.spawnShellProcess(shell);
+      process.stdout.write(String(m.spawnHelperPid()));
+      void m.spawnShellProcess(shell);
+      process.kill(process.pid, "SIGKILL");`;
+    const server = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    server.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    await new Promise((resolve) => server.once("exit", resolve));
+    const helperPid = Number(out);
+    expect(helperPid).toBeGreaterThan(0);
+    await vi.waitFor(() => {
+      expect(isAlive(helperPid)).toBe(false);
+      expect(processesWith(marker)).toEqual([]);
+    }, { timeout: 15_000, interval: 100 });
   });
 });
