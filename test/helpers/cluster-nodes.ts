@@ -129,8 +129,8 @@ export function clusterFile(name: string, afterTest?: (pg: PostgresCluster) => P
       return pg;
     },
     /** `count` nodes for this test (see startNodes), stopped after it. */
-    async start(count: number, settings?: Record<string, unknown>): Promise<ClusterNodes> {
-      current = await startNodes(this.pg, count, settings);
+    async start(count: number, settings?: Record<string, unknown>, files?: Record<string, string>): Promise<ClusterNodes> {
+      current = await startNodes(this.pg, count, settings, files);
       return current;
     },
   };

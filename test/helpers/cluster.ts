@@ -1,12 +1,10 @@
 /**
- * The lifecycle of the cluster test files built on cluster-nodes.ts: one PostgreSQL cluster per
- * file (beforeAll), fresh nodes, database, workspace and fake LLM per test, each node's log
- * printed when a test fails.
+ * The cluster test files' view of clusterFile (cluster-nodes.ts): one PostgreSQL cluster per
+ * file, fresh nodes, database, workspace and fake LLM per test, each node's log printed when
+ * a test fails; the running nodes, their fake LLM and where they keep their data.
  */
-import { afterAll, afterEach, beforeAll } from "vitest";
 import type { FakeLlm } from "./fake-llm.js";
-import { clusterUnavailable, startNodes, type ClusterNodes } from "./cluster-nodes.js";
-import { startPostgres, type PostgresCluster } from "./postgres.js";
+import { clusterFile, clusterUnavailable, type ClusterNodes } from "./cluster-nodes.js";
 import type { SpawnedServer } from "./spawned-server.js";
 
 export { chat, eventually, json, messages, post, sessionRows, watch } from "./cluster-nodes.js";
@@ -22,29 +20,14 @@ export interface ClusterHarness {
 }
 
 export function clusterHarness(file: string): ClusterHarness {
-  const unavailable = clusterUnavailable;
-  if (unavailable) console.warn(`[${file}] skipping: ${unavailable}`);
-  let pg: PostgresCluster | undefined;
+  const hooks = clusterFile(file.replace(/^cluster\//, ""));
   let current: ClusterNodes | undefined;
-
-  beforeAll(async () => {
-    if (!unavailable) pg = await startPostgres();
-  }, 120_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-  afterEach(async (context) => {
-    if (context.task.result?.state === "fail") for (const [i, node] of (current?.nodes ?? []).entries()) console.error(`node ${i} stderr:\n${node.stderr()}`);
-    await current?.stop();
-    current = undefined;
-  });
-
   return {
-    unavailable,
+    unavailable: clusterUnavailable,
     llm: () => current!.llm,
     where: () => ({ url: current!.url, workspace: current!.ws.root }),
     async start(count, options = {}) {
-      current = await startNodes(pg!, count, options.settings, options.files);
+      current = await hooks.start(count, options.settings, options.files);
       return current.nodes;
     },
   };
