@@ -30,6 +30,8 @@ import type { ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
 import { createLazyMcpToolSource } from "./tools/mcp/lazy-source.js";
+import { createSkillSource, type SkillSource } from "./tools/skills/source.js";
+import { createProjectInstructions } from "./core/instructions/project.js";
 
 /**
  * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
@@ -56,6 +58,7 @@ export interface RuntimeOptions {
   llm?: LlmClient;
   engines?: readonly Engine[];
   customTools?: CustomToolSource;
+  skills?: SkillSource;
   builtins?: RegisteredTool[];
   /** Re-read agent folders per session (default true) so new agents need no restart. */
   reloadAgents?: boolean;
@@ -73,6 +76,8 @@ export interface Runtime {
   log: Logger;
   builtins: readonly RegisteredTool[];
   customTools: CustomToolSource;
+  /** Skills of an agent (SKILL.md folders), re-read on change. */
+  skills: SkillSource;
   sessions: SessionManager;
   resources: Resources;
   wakeups: WakeupService;
@@ -109,8 +114,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     options.customTools ??
     combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
+  const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
+  const instructions = createProjectInstructions(config.paths);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, runtimeResources: resources, services, agents, engines, llm, hooks });
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services, agents, engines, llm, hooks });
   // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
   const cluster = mode === "serve" && isClusterStore(store) ? new ClusterNode({ store, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds }) : null;
   if (cluster) sessions.setRunGate(cluster);
@@ -165,6 +172,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     log,
     builtins,
     customTools,
+    skills,
     sessions,
     resources,
     wakeups,

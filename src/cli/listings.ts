@@ -21,7 +21,7 @@ export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<nu
   return withRuntime(command, io, async (runtime) => {
     const agent = Object.hasOwn(runtime.agents(), command.agent) ? runtime.agents()[command.agent] : undefined;
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${command.agent}" (known: ${Object.keys(runtime.agents()).join(", ")})`);
-    const listing = publicToolList(await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent }));
+    const listing = publicToolList(await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, skills: runtime.skills, agent }));
     if (command.json) {
       io.stdout(JSON.stringify(listing, null, 2) + "\n");
       return 0;

@@ -9,6 +9,7 @@ import type {
   Message,
   Session,
   SessionStatus,
+  Skill,
   StreamToken,
   Tool,
   VeilEvent,
@@ -73,6 +74,11 @@ export class VeilClient {
   /** Tools an agent sees (`GET /tools`). */
   tools(agent = "default"): Promise<Tool[]> {
     return this.json("GET", `/tools?agent=${enc(agent)}`);
+  }
+
+  /** Skills an agent sees (`GET /skills`): in effect, shadowed, then broken folders with their error. */
+  skills(agent = "default"): Promise<Skill[]> {
+    return this.json("GET", `/skills?agent=${enc(agent)}`);
   }
 
   readonly sessions = {

@@ -103,6 +103,24 @@ export interface Tool {
   [extra: string]: unknown;
 }
 
+/** One entry of `GET /skills`: a skill in effect or shadowed, or a broken skill folder (name null). */
+export interface Skill {
+  name: string | null;
+  state: "active" | "shadowed" | "broken";
+  scope: "agent" | "project" | "global";
+  folder: string;
+  file: string;
+  description?: string;
+  /** The other files of the skill's folder (absolute paths). */
+  files?: string[];
+  /** shadowed: the folder of the same-named skill in effect. */
+  shadowedBy?: string;
+  bytes?: number;
+  truncated?: boolean;
+  /** broken: what is wrong. */
+  error?: string;
+}
+
 export interface Wakeup {
   time: string | number;
   message?: string;

@@ -127,6 +127,7 @@ function readAgent(folder: string, file: string, folderName: string, source: "gl
     ...(raw.compaction ? { compaction: raw.compaction as AgentConfig["compaction"] } : {}),
     budget: (raw.budget as AgentConfig["budget"]) ?? {},
     modes,
+    ...(raw.instructions === false ? { instructions: false } : {}),
     agentFolder: folder,
     source,
   };

@@ -180,6 +180,7 @@ export const AgentFileSchema = Type.Object(
     compaction: Type.Optional(CompactionSchema),
     budget: Type.Optional(BudgetSchema),
     modes: Type.Optional(Type.Record(Type.String(), ModeSchema)),
+    instructions: Type.Optional(Type.Boolean({ description: "false: the agent gets no AGENTS.md / CLAUDE.md instructions. default: true" })),
   },
   { additionalProperties: true },
 );

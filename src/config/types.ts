@@ -174,6 +174,8 @@ export interface AgentConfig {
   compaction?: Partial<CompactionSettings>;
   budget: Budget;
   modes: Record<string, ModeConfig>;
+  /** false: no AGENTS.md / CLAUDE.md instructions in this agent's prompt or tool results. default: true */
+  instructions?: boolean;
   /** Folder holding agent.json; null for the built-in default agent. */
   agentFolder: string | null;
   source: "builtin" | "global" | "project";

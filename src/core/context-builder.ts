@@ -7,14 +7,15 @@ import { compactionStateFromRows, historyMessages } from "./compaction/view.js";
  * The system prompt, stable parts first so provider prompt caches (and llama.cpp's slot
  * cache) share it across sessions of one agent: chat templates render the system message
  * and then the tools, so the first byte that differs cuts the cacheable prefix there.
- * Order: agent prompt, tier-2 tool summary, workspace; then what varies per session — the
+ * Order: agent prompt, the AGENTS.md instructions (global, then the project's), tier-2 tool
+ * summary and skills, workspace; then what varies per session — the
  * spawn objective and success criteria, and the date the session started (not today's
  * date, so a session that runs past midnight keeps a byte-stable prompt). The session id
  * is left out: it would make every session's prompt unique.
  */
-export function buildSystemPrompt(options: { agent: AgentConfig; session: SessionRow; workspace: string; toolSummary: string }): string {
+export function buildSystemPrompt(options: { agent: AgentConfig; session: SessionRow; workspace: string; toolSummary: string; instructions?: string }): string {
   const { agent, session } = options;
-  const parts = [agent.systemPrompt.trim(), options.toolSummary, `## Environment\nWorkspace: ${options.workspace}`];
+  const parts = [agent.systemPrompt.trim(), options.instructions ?? "", options.toolSummary, `## Environment\nWorkspace: ${options.workspace}`];
   if (session.objective) parts.push(`## Objective\n${session.objective.trim()}`);
   if (session.success_criteria) parts.push(`## Success Criteria\n${session.success_criteria.trim()}`);
   parts.push(`Session started: ${sessionDate(session)}`);

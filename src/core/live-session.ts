@@ -12,6 +12,7 @@ import { SessionContext } from "./compaction/session-context.js";
 import type { RunRecorder } from "./recorder.js";
 import { Resources } from "./resources.js";
 import { InboxWatch } from "./inbox-watch.js";
+import { forgetNestedInstructions } from "./instructions/nested.js";
 import type { Clock } from "../base/clock.js";
 
 /** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
@@ -76,8 +77,12 @@ export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSessio
         if (live.recorder) return live.recorder.addSpend(usage, model, contextSize);
         await store.addTokenUsage(id, usage, contextSize, priceOf(deps.config.models, usage, model) ?? 0);
       },
-      // An engine that keeps its own conversation starts again from the compacted history.
-      compacted: () => store.setSessionMeta(id, ENGINE_STATE_KEY, null),
+      compacted: async () => {
+        // An engine that keeps its own conversation starts again from the compacted history.
+        await store.setSessionMeta(id, ENGINE_STATE_KEY, null);
+        // The results that carried nested AGENTS.md files may be gone: they are given again.
+        await forgetNestedInstructions(live.resources, store, id);
+      },
     }),
   };
   return live;

@@ -13,6 +13,10 @@ import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { Resources } from "./resources.js";
 import { resolveBudget } from "../engines/stop-conditions.js";
+import type { SkillSource } from "../tools/skills/source.js";
+import { withSkillTool } from "../tools/skills/skill-tool.js";
+import { instructionsSection, type InstructionFile } from "./instructions/project.js";
+import { nestedInstructions, type NestedInstructions } from "./instructions/nested.js";
 
 export interface RunSetupDeps {
   config: VeilConfig;
@@ -28,6 +32,10 @@ export interface RunSetupDeps {
   services: ToolServices;
   /** Agents are re-read per session so new agent folders show up without a restart. */
   agents(): Record<string, AgentConfig>;
+  /** Skills of an agent (re-read on change). */
+  skills?: SkillSource;
+  /** The global and project AGENTS.md files (re-read on change). */
+  instructions?: () => InstructionFile[];
   /** Whether the engine of a model key registers every custom tool up front (see Engine.toolsUpFront). */
   toolsUpFront?(modelKey: string): boolean;
 }
@@ -49,6 +57,8 @@ export interface PreparedRun {
   /** Re-read before every model call so update-session budget changes apply at once. */
   budget(): Promise<Budget>;
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
+  /** Appends a reached folder's AGENTS.md to a file tool's result (absent for agents without instructions). */
+  annotate?: NestedInstructions["annotate"];
 }
 
 /**
@@ -68,11 +78,16 @@ export async function prepareRun(
   const modelKey = pickModelKey({ perCall: perCall.model, session: session.model, agent: agent.model, settings: config.settings });
   const model = modelInfo(modelKey, config.models);
   const custom = await deps.customTools.discover(agent);
-  const toolset = await SessionToolset.create({ builtins: deps.builtins, custom, agent, mode: session.mode, sessionId: id, store, log });
+  const skills = deps.skills?.discover(agent).skills ?? [];
+  const builtins = withSkillTool(deps.builtins, skills);
+  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store, log, skills });
   if (deps.toolsUpFront?.(modelKey)) toolset.registerAllUpFront();
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);
-  const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary() });
+  const useInstructions = agent.instructions !== false;
+  const instructions = useInstructions && deps.instructions ? instructionsSection(deps.instructions()) : "";
+  const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), instructions });
+  const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, store, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
   const prepared: PreparedRun = {
     agent,
@@ -84,6 +99,7 @@ export async function prepareRun(
     history,
     systemPrompt,
     context: contextTurn(config, agent, modelKey, model, systemPrompt),
+    ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
     async budget() {
       const fresh = await store.getSession(id);
       return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);

@@ -140,7 +140,7 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
 function runIO(host: RunHost, { id, live, run, recorder, store, inbox }: RunScope, turn: PreparedRun): RunIO {
   const { clock, ids, log, hooks } = host.deps;
   const signal = run.controller.signal;
-  const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks, sessionId: id };
+  const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks, sessionId: id, ...(turn.annotate ? { annotate: turn.annotate } : {}) };
   return {
     executeTool: (call) => runToolCall(call, executor),
     nextInputs: inbox.nextInputs,

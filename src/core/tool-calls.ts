@@ -6,7 +6,7 @@ import type { ToolCallRequest } from "../llm/types.js";
 import { formatThrown, formatToolError } from "../tools/format.js";
 import { normaliseOutcome } from "../tools/outcome.js";
 import type { SessionToolset } from "../tools/registry.js";
-import type { ToolContext, ToolOutcome } from "../tools/types.js";
+import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js";
 import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
 import type { RunRecorder } from "./recorder.js";
@@ -26,6 +26,8 @@ export interface ToolExecutorDeps {
   /** PreToolUse / PostToolUse (CONTRACT §15); absent or without such hooks: no cost. */
   hooks?: HookRunner;
   sessionId?: string;
+  /** Adds to a finished call's result what its tool's reach calls for (a folder's AGENTS.md). */
+  annotate?(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome>;
 }
 
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -87,6 +89,7 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
   try {
     const raw = await raceAbort(tool.execute(parsed.value, deps.makeContext(call, controller.signal)), controller.signal);
     let outcome = normaliseOutcome(raw);
+    if (deps.annotate) outcome = await deps.annotate(tool, parsed.value, outcome);
     if (hooks?.has("PostToolUse")) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
     return await finish(outcome.isError ? "error" : "done", outcome, input);
   } catch (error) {

@@ -77,6 +77,23 @@ const EventSchema = Type.Object(
 const MemoryJsonBody = Type.Object({ content: Type.String() }, { additionalProperties: false });
 
 const AnyObject = Type.Object({}, { additionalProperties: true });
+
+const SkillSchema = Type.Object(
+  {
+    name: Type.Union([Type.String(), Type.Null()], { description: "null for a broken folder" }),
+    state: Type.Union([Type.Literal("active"), Type.Literal("shadowed"), Type.Literal("broken")]),
+    scope: Type.Union([Type.Literal("agent"), Type.Literal("project"), Type.Literal("global")]),
+    folder: Type.String(),
+    file: Type.String({ description: "the folder's SKILL.md" }),
+    description: Type.Optional(Type.String()),
+    files: Type.Optional(Type.Array(Type.String(), { description: "the other files of the folder (absolute paths, at most 100)" })),
+    shadowedBy: Type.Optional(Type.String({ description: "shadowed: the folder of the skill in effect" })),
+    bytes: Type.Optional(Type.Integer()),
+    truncated: Type.Optional(Type.Boolean({ description: "SKILL.md is over 256 KB: the skill tool returns its first 256 KB" })),
+    error: Type.Optional(Type.String({ description: "broken: what is wrong, naming the field" })),
+  },
+  { additionalProperties: false },
+);
 const ListOf = (items: TSchema) => Type.Array(items);
 const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq (same as the Last-Event-ID header)", token: "stream token (POST /stream-tokens), for EventSource" };
 
@@ -92,6 +109,12 @@ const DOCS: Record<string, Doc> = {
   "GET /agents": { summary: "agents visible in the workspace", tag: "agents", response: ListOf(AnyObject) },
   "GET /agents/:name": { summary: "one agent", tag: "agents", response: AnyObject },
   "GET /tools": { summary: "built-in and custom tools an agent sees, with tier, state and schema", tag: "agents", query: { agent: "agent name (default: default)", mode: "mode (default: chat)" }, response: ListOf(AnyObject) },
+  "GET /skills": {
+    summary: "skills an agent sees (SKILL.md folders): in effect, shadowed by a same-named one earlier in precedence (agent > project .veil/skills > project .claude/skills > $VEIL_HOME/skills), and broken ones with their error",
+    tag: "agents",
+    query: { agent: "agent name (default: default)" },
+    response: ListOf(SkillSchema),
+  },
   "POST /sessions": { summary: "create a session", tag: "sessions", body: CreateBody, status: 201, response: SessionSchema },
   "GET /sessions": { summary: "list sessions", tag: "sessions", query: { status: "idle | running | suspended | closed", parent: "only sub-agents of this session" }, response: ListOf(SessionSchema) },
   "GET /sessions/:id": { summary: "one session", tag: "sessions", response: SessionSchema },

@@ -2,6 +2,8 @@ import type { AgentConfig } from "../config/types.js";
 import { isToolAllowedWithCustom, matchesToolEntry, modeConfig } from "./permissions.js";
 import type { BrokenTool, CustomToolSource } from "./registry.js";
 import type { RegisteredTool } from "./types.js";
+import type { SkillSource } from "./skills/source.js";
+import { withSkillTool } from "./skills/skill-tool.js";
 
 export interface ToolListing {
   name: string;
@@ -26,15 +28,16 @@ export interface ToolCatalog {
 }
 
 /** Every tool an agent could see in a mode, with its tier and state (GET /tools, `veil tools`). */
-export async function describeTools(options: { builtins: readonly RegisteredTool[]; customTools: CustomToolSource; agent: AgentConfig; mode?: string }): Promise<ToolCatalog> {
+export async function describeTools(options: { builtins: readonly RegisteredTool[]; customTools: CustomToolSource; skills?: SkillSource; agent: AgentConfig; mode?: string }): Promise<ToolCatalog> {
   const modeName = options.mode ?? "chat";
   const mode = modeConfig(options.agent, modeName);
-  const builtinNames = new Set(options.builtins.map((t) => t.name));
+  const builtins = withSkillTool(options.builtins, options.skills?.discover(options.agent).skills ?? []);
+  const builtinNames = new Set(builtins.map((t) => t.name));
   const custom = (await options.customTools.discover(options.agent)).filter((t) => !builtinNames.has(t.name));
   const customNames = new Set(custom.map((t) => t.name));
   const allowed = (name: string) => isToolAllowedWithCustom(mode, name, customNames);
   const tools: ToolListing[] = [];
-  for (const tool of options.builtins) {
+  for (const tool of builtins) {
     tools.push({ ...base(tool), state: allowed(tool.name) ? "always" : "forbidden" });
   }
   for (const tool of [...custom].sort((a, b) => a.name.localeCompare(b.name))) {

@@ -4,6 +4,11 @@ import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
 import { precompiledValidators } from "../base/validation.js";
 import type { Logger, RegisteredTool, ToolContext } from "./types.js";
+import type { Skill } from "./skills/source.js";
+import { skillsSection } from "./skills/summary.js";
+
+/** The tool that loads a skill; registered only when the agent has skills. */
+export const SKILL_TOOL_NAME = "skill";
 
 /** Where custom tools come from (tool folders, MCP servers). */
 export interface CustomToolSource {
@@ -46,7 +51,7 @@ export function combineToolSources(sources: readonly CustomToolSource[]): Custom
   };
 }
 
-/** The tier-2 summary stays under this size; past it MCP tools are summarised per server (CONTRACT §15). */
+/** The tier-2 summary stays under this size; past it MCP tools are summarised per server, then skills lose their descriptions. */
 export const SUMMARY_BUDGET_BYTES = 8 * 1024;
 
 export type ToolResolution = { ok: true; tool: RegisteredTool } | { ok: false; code: "TOOL_NOT_FOUND" | "PERMISSION_DENIED"; message: string };
@@ -73,6 +78,7 @@ export class SessionToolset {
     private readonly mode: string,
     private readonly sessionId: string,
     private readonly store: Store,
+    private readonly skillList: readonly Skill[],
   ) {}
 
   static async create(options: {
@@ -83,11 +89,13 @@ export class SessionToolset {
     sessionId: string;
     store: Store;
     log: Logger;
+    /** Skills by name (sorted); reachable through the `skill` tool when it is among the builtins. */
+    skills?: readonly Skill[];
   }): Promise<SessionToolset> {
     const builtins = new Map(options.builtins.map((t) => [t.name, t]));
     const custom = new Map<string, RegisteredTool>();
     for (const tool of options.custom) if (!builtins.has(tool.name)) custom.set(tool.name, tool);
-    const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store);
+    const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store, options.skills ?? []);
     const mode = modeConfig(options.agent, options.mode);
     for (const name of expandPatterns(mode.preActivatedTools, custom)) {
       if (builtins.has(name)) {
@@ -143,11 +151,23 @@ export class SessionToolset {
   }
 
   /**
-   * Tier 2: one line per custom tool the agent may use and has not activated.
-   * While the whole summary stays under SUMMARY_BUDGET_BYTES every MCP tool is
-   * listed too; past that each MCP server is one line with its tool count.
+   * Tier 2: one line per custom tool the agent may use and has not activated, then the
+   * skills. The whole summary stays under SUMMARY_BUDGET_BYTES: past it MCP tools are
+   * summarised per server first, then skills lose their descriptions (skills/summary.ts).
    */
   summary(): string {
+    const tools = this.toolSummary();
+    const skills = this.usableSkills();
+    const fits = (text: string) => Buffer.byteLength(text) < SUMMARY_BUDGET_BYTES;
+    const full = joinSections(tools.full, skillsSection(skills, Number.POSITIVE_INFINITY));
+    if (fits(full)) return full;
+    const toolPart = tools.condensed ?? tools.full;
+    const separator = toolPart && skills.length ? 2 : 0;
+    return joinSections(toolPart, skillsSection(skills, SUMMARY_BUDGET_BYTES - Buffer.byteLength(toolPart) - separator));
+  }
+
+  /** The custom tools' part of the summary, in full and (when MCP tools are listed) condensed per server. */
+  private toolSummary(): { full: string; condensed: string | null } {
     const lines: string[] = [];
     const mcpLines: string[] = [];
     const perServer = new Map<string, { prefix: string; count: number }>();
@@ -164,15 +184,25 @@ export class SessionToolset {
       perServer.set(tool.source.server, server);
     }
     // Up front (claude-cli) every allowed custom tool is already callable with its full schema.
-    if (this.upFront || (lines.length === 0 && mcpLines.length === 0)) return "";
+    if (this.upFront || (lines.length === 0 && mcpLines.length === 0)) return { full: "", condensed: null };
     const header = [
       "## Custom tools",
       "These tools exist but are not loaded. Call tool_search to read a tool's schema, then tool_activate to make it callable on your next step.",
     ];
     const full = [...header, ...lines, ...mcpLines].join("\n");
-    if (mcpLines.length === 0 || Buffer.byteLength(full) < SUMMARY_BUDGET_BYTES) return full;
+    if (mcpLines.length === 0) return { full, condensed: null };
     const servers = [...perServer].map(([name, { prefix, count }]) => `- ${prefix}*: ${count} tools of MCP server "${name}"`);
-    return [...header, ...lines, "MCP servers (too many tools to list here; call tool_search with the server name or a word of the task to see them):", ...servers].join("\n");
+    return { full, condensed: [...header, ...lines, "MCP servers (too many tools to list here; call tool_search with the server name or a word of the task to see them):", ...servers].join("\n") };
+  }
+
+  /** The skills this session may load: none unless the `skill` tool is registered and allowed. */
+  usableSkills(): readonly Skill[] {
+    return this.builtins.has(SKILL_TOOL_NAME) && this.allowed(SKILL_TOOL_NAME) ? this.skillList : [];
+  }
+
+  /** A usable skill by name. */
+  skill(name: string): Skill | undefined {
+    return this.usableSkills().find((skill) => skill.name === name);
   }
 
   resolve(name: string): ToolResolution {
@@ -254,6 +284,10 @@ function expandPatterns(entries: readonly string[], custom: ReadonlyMap<string, 
     else for (const name of custom.keys()) if (matchesToolEntry(entry, name)) out.add(name);
   }
   return [...out];
+}
+
+function joinSections(...sections: string[]): string {
+  return sections.filter(Boolean).join("\n\n");
 }
 
 function toSpec(tool: RegisteredTool): LlmToolSpec {

@@ -91,6 +91,8 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   /** True when the tool changes nothing (lets the loop run it in parallel freely). */
   readOnly?: boolean;
   execute(input: Static<S>, ctx: ToolContext): Promise<ToolOutcome | string>;
+  /** The file or folder a call works on (see RegisteredTool.touches). */
+  touches?(input: Static<S>): string | undefined;
   /** Work the first call would otherwise pay, done ahead (see RegisteredTool.warmUp). */
   warmUp?(ctx: ToolContext): void;
 }
@@ -109,6 +111,11 @@ export interface RegisteredTool {
   /** Returns null when valid, else a message phrased for the model. */
   validate(input: unknown): string | null;
   execute(input: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutcome | string>;
+  /**
+   * The file or folder a call works on, as the model gave it (absolute or workspace-relative):
+   * file tools declare it so the AGENTS.md of a folder they reach can be added to the result.
+   */
+  touches?(input: Record<string, unknown>): string | undefined;
   /**
    * Work the first call of a process would otherwise pay (starting a process, loading a
    * module), started while the model thinks about the turn's first request. It must be

@@ -3,6 +3,7 @@ import { ownEntry } from "../../config/dictionary.js";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
 import { describeTools, publicToolList } from "../../tools/catalog.js";
+import { publicSkillList } from "../../tools/skills/listing.js";
 import type { AppEnv, ServerState } from "../context.js";
 
 export function publicAgent(agent: AgentConfig) {
@@ -29,11 +30,17 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json(publicAgent(agent));
   });
 
-  app.get("/tools", async (c) => {
-    const name = c.req.query("agent") ?? "default";
+  const agentNamed = (name = "default"): AgentConfig => {
     const agent = ownEntry(runtime.agents(), name);
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
-    const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, agent, mode: c.req.query("mode") ?? "chat" });
+    return agent;
+  };
+
+  app.get("/tools", async (c) => {
+    const agent = agentNamed(c.req.query("agent"));
+    const listing = await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, skills: runtime.skills, agent, mode: c.req.query("mode") ?? "chat" });
     return c.json(publicToolList(listing));
   });
+
+  app.get("/skills", async (c) => c.json(await publicSkillList(runtime.skills.discover(agentNamed(c.req.query("agent"))))));
 }

@@ -2,7 +2,7 @@ import { Type } from "../../schema.js";
 import { ToolError } from "../../errors.js";
 import { defineTool } from "../define.js";
 import { SessionToolset } from "../registry.js";
-import type { RegisteredTool, ToolContext } from "../types.js";
+import type { ToolContext } from "../types.js";
 
 /** Matches returned in full; more are counted, not shown (schemas are long). */
 const MAX_RESULTS = 20;
@@ -24,12 +24,17 @@ export const toolSearch = defineTool({
   async execute(input, ctx) {
     const toolset = sessionToolset(ctx);
     const words = input.query.toLowerCase().split(/\s+/).filter(Boolean);
-    const matches = toolset
+    const tools = toolset
       .searchable()
-      .map((tool) => ({ tool, rank: rank(tool, words) }))
+      .map((tool) => ({ entry: { name: tool.name, description: tool.description, input_schema: tool.inputSchema }, rank: rank(tool.name, tool.description, words) }));
+    // Skills are found the same way and say how to load them.
+    const skills = toolset
+      .usableSkills()
+      .map((skill) => ({ entry: { skill: skill.name, description: skill.description, load: `skill({ "name": "${skill.name}" })` }, rank: rank(skill.name, skill.description, words) }));
+    const matches = [...tools, ...skills]
       .filter((m) => m.rank >= 0)
-      .sort((a, b) => b.rank - a.rank || a.tool.name.localeCompare(b.tool.name));
-    const shown = matches.slice(0, MAX_RESULTS).map(({ tool }) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }));
+      .sort((a, b) => b.rank - a.rank || nameOf(a.entry).localeCompare(nameOf(b.entry)));
+    const shown = matches.slice(0, MAX_RESULTS).map(({ entry }) => entry);
     const text = JSON.stringify(shown, null, 2);
     const more = matches.length - shown.length;
     return {
@@ -39,17 +44,21 @@ export const toolSearch = defineTool({
   },
 });
 
+function nameOf(entry: { name: string } | { skill: string }): string {
+  return "name" in entry ? entry.name : entry.skill;
+}
+
 /** -1 when a word is missing; otherwise higher when words hit the name. */
-function rank(tool: RegisteredTool, words: string[]): number {
-  const name = tool.name.toLowerCase();
-  const haystack = `${name} ${name.replace(/[_-]/g, " ")} ${tool.description.toLowerCase()}`;
+function rank(toolName: string, description: string, words: string[]): number {
+  const name = toolName.toLowerCase();
+  const haystack = `${name} ${name.replace(/[_-]/g, " ")} ${description.toLowerCase()}`;
   let score = 0;
   for (const word of words) {
     if (!haystack.includes(word)) return -1;
     if (name.includes(word)) score += 2;
     else score += 1;
   }
-  if (words.length > 0 && name === words.join("_")) score += 10;
+  if (words.length > 0 && (name === words.join("_") || name === words.join("-"))) score += 10;
   return score;
 }
 

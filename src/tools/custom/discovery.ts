@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, statSync, type Stats } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrokenToolFolder } from "../registry.js";
+import { fileStamp, listFolders, statOrNull } from "../shared/folders.js";
 import type { Logger } from "../types.js";
 import { parseManifest, remoteTimeoutWarning, type ToolManifest } from "./manifest.js";
 
@@ -75,7 +76,7 @@ export class ToolFolderScanner<T> {
     const indexPath = join(folderPath, "index.js");
     const manifestStat = statOrNull(manifestPath);
     const indexStat = statOrNull(indexPath);
-    const key = `${scope}|${stamp(manifestStat)}|${stamp(indexStat)}`;
+    const key = `${scope}|${fileStamp(manifestStat)}|${fileStamp(indexStat)}`;
     const cached = this.cache.get(folderPath);
     if (cached && cached.key === key) return cached;
 
@@ -124,33 +125,4 @@ export class ToolFolderScanner<T> {
     this.warned.add(key);
     this.options.log.warn(message);
   }
-}
-
-/** Sub-folders of a tools dir, sorted (symlinks to folders count); none if the dir is absent. */
-function listFolders(dir: string): string[] {
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  const out: string[] = [];
-  for (const entry of entries) {
-    if (entry.name.startsWith(".")) continue;
-    const path = join(dir, entry.name);
-    if (entry.isDirectory() || (entry.isSymbolicLink() && statOrNull(path)?.isDirectory())) out.push(path);
-  }
-  return out.sort();
-}
-
-function statOrNull(path: string): Stats | null {
-  try {
-    return statSync(path);
-  } catch {
-    return null;
-  }
-}
-
-function stamp(stat: Stats | null): string {
-  return stat ? `${stat.ino}:${stat.size}:${stat.mtimeMs}` : "-";
 }

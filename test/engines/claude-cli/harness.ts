@@ -119,6 +119,13 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
   };
 }
 
+/** The output of each tool's (last) `tool.end`, by Veil tool name. */
+export function toolResults(h: EngineHarness): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of h.wire) if (e.type === "tool.end") out[(e as { toolName: string }).toolName] = (e as { output: string }).output;
+  return out;
+}
+
 /** True while the process exists and is not a zombie (for the no-leak checks). */
 export function isAlive(pid: number): boolean {
   try {

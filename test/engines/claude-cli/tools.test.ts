@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { message } from "../../helpers/fake-anthropic.js";
-import { createEngineHarness, type EngineHarness } from "./harness.js";
+import { createEngineHarness, toolResults, type EngineHarness } from "./harness.js";
 
 let h: EngineHarness | undefined;
 afterEach(async () => {
@@ -23,12 +23,6 @@ function customTool(name: string, body: string, description = `custom ${name}`):
 
 function toolNames(h: EngineHarness, request = 0): string[] {
   return h.api.messageRequests[request]!.body.tools.map((t: { name: string }) => t.name);
-}
-
-function toolResults(h: EngineHarness): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of h.wire) if (e.type === "tool.end") out[(e as { toolName: string }).toolName] = (e as { output: string }).output;
-  return out;
 }
 
 describe("claude-cli engine: tools", () => {
