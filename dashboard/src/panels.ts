@@ -1,8 +1,9 @@
-/** The side panel of the selected session: its todo list, its wake-up schedule, and memory files. */
+/** The side panel of the selected session: its todo list, its wake-up schedule, memory files and its agent's skills. */
 import type { Api } from "./api.js";
 import { ApiError } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { relativeTime } from "./format.js";
+import { SkillsView } from "./skills-view.js";
 import type { SessionRow } from "./sessions-view.js";
 import type { ServerEvent } from "./stream.js";
 
@@ -28,15 +29,19 @@ export class Panels {
   private readonly todos = h("ul", { testid: "todo-list", class: "todo-list", "aria-label": "Todo list" });
   private readonly wakeup = h("div", { class: "wakeup" });
   private readonly memory = h("div", { class: "memory" });
+  private readonly skills: SkillsView;
   private session: SessionRow | null = null;
   private wakeupState: Wakeup | null = null;
   private countdown: number | undefined;
+  private shown = "todos";
 
   constructor(private readonly api: Api) {
+    this.skills = new SkillsView(api);
     const tabs: [string, string, HTMLElement][] = [
       ["todos", "Todos", this.todos],
       ["wakeup", "Wake-up", this.wakeup],
       ["memory", "Memory", this.memory],
+      ["skills", "Skills", this.skills.el],
     ];
     const buttons = tabs.map(([key, label]) => h("button", { type: "button", role: "tab", class: "tab", id: `tab-${key}`, "aria-controls": `panel-${key}`, onclick: () => show(key) }, label));
     const panes = tabs.map(([key, , content]) => h("div", { role: "tabpanel", class: "pane", id: `panel-${key}`, "aria-labelledby": `tab-${key}` }, content));
@@ -46,6 +51,8 @@ export class Panels {
         buttons[i]!.tabIndex = k === key ? 0 : -1;
         panes[i]!.hidden = k !== key;
       });
+      this.shown = key;
+      if (key === "skills") void this.skills.load();
     };
     const tablist = h("div", { role: "tablist", class: "tabs", "aria-label": "Session details" }, buttons);
     tablist.addEventListener("keydown", (event) => {
@@ -70,8 +77,9 @@ export class Panels {
     this.wakeupState = null;
     this.renderWakeup();
     this.renderMemory();
+    this.skills.select(session?.agent ?? null);
     if (!session) return;
-    await Promise.all([this.loadTodos(), this.loadWakeup()]);
+    await Promise.all([this.loadTodos(), this.loadWakeup(), this.shown === "skills" ? this.skills.load() : null]);
   }
 
   onEvent(event: ServerEvent): void {
