@@ -18,7 +18,7 @@ export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): Re
     validate: lazyValidator(inputSchema),
     execute: definition.execute as RegisteredTool["execute"],
     ...(definition.warmUp ? { warmUp: definition.warmUp } : {}),
-    ...(definition.touches ? { touches: definition.touches as RegisteredTool["touches"] } : {}),
+    ...(definition.reaches ? { reaches: definition.reaches as RegisteredTool["reaches"] } : {}),
   };
 }
 

@@ -91,8 +91,8 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   /** True when the tool changes nothing (lets the loop run it in parallel freely). */
   readOnly?: boolean;
   execute(input: Static<S>, ctx: ToolContext): Promise<ToolOutcome | string>;
-  /** The file or folder a call works on (see RegisteredTool.touches). */
-  touches?(input: Static<S>): string | undefined;
+  /** The file or folder a call works on (see RegisteredTool.reaches). */
+  reaches?(input: Static<S>): string | undefined;
   /** Work the first call would otherwise pay, done ahead (see RegisteredTool.warmUp). */
   warmUp?(ctx: ToolContext): void;
 }
@@ -115,7 +115,7 @@ export interface RegisteredTool {
    * The file or folder a call works on, as the model gave it (absolute or workspace-relative):
    * file tools declare it so the AGENTS.md of a folder they reach can be added to the result.
    */
-  touches?(input: Record<string, unknown>): string | undefined;
+  reaches?(input: Record<string, unknown>): string | undefined;
   /**
    * Work the first call of a process would otherwise pay (starting a process, loading a
    * module), started while the model thinks about the turn's first request. It must be

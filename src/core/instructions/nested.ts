@@ -28,8 +28,8 @@ export class NestedInstructions implements Disposable {
 
   /** The outcome with the instructions of every newly reached folder appended. */
   async annotate(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome> {
-    if (outcome.isError || !tool.touches) return outcome;
-    const folders = this.foldersReached(tool.touches(input));
+    if (outcome.isError || !tool.reaches) return outcome;
+    const folders = this.foldersReached(tool.reaches(input));
     if (folders.length === 0) return outcome;
     const given = await this.load();
     const fresh: InstructionFile[] = [];

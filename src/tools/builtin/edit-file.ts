@@ -30,7 +30,7 @@ export const editFile = defineTool({
     "newline (copy it from read_file output without the line-number prefix), and be unique unless replace_all is true. " +
     "The file must have been read with read_file in this session.",
   params: Params,
-  touches: (input) => input.file,
+  reaches: (input) => input.file,
   async execute(input, ctx) {
     if (input.old_string === "") {
       throw new ToolError("VALIDATION_ERROR", "old_string must not be empty. To create a file or replace its whole content, use write_file.");

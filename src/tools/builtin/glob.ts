@@ -31,7 +31,7 @@ export const glob = defineTool({
   params: Params,
   readOnly: true,
   timeoutMs: GLOB_TIMEOUT_MS,
-  touches: (input) => input.cwd ?? ".",
+  reaches: (input) => input.cwd ?? ".",
   async execute(input, ctx) {
     const cwd = input.cwd === undefined ? ctx.workspace : resolveToolPath(ctx.workspace, input.cwd);
     const cwdStats = await statForTool(cwd, "directory");

@@ -38,7 +38,7 @@ export const grep = defineTool({
     "path are searched. Hidden files are searched; .git, node_modules and binary files are skipped.",
   params: Params,
   readOnly: true,
-  touches: (input) => input.path,
+  reaches: (input) => input.path,
   async execute(input, ctx) {
     const policy = pathPolicyFromContext(ctx);
     const target = resolveToolPath(ctx.workspace, input.path);

@@ -37,7 +37,7 @@ export const listDir = defineTool({
     `recursive walks subdirectories (not the contents of .git or node_modules). At most ${MAX_ENTRIES} entries.`,
   params: Params,
   readOnly: true,
-  touches: (input) => input.dir,
+  reaches: (input) => input.dir,
   async execute(input, ctx) {
     const dir = resolveToolPath(ctx.workspace, input.dir);
     const stats = await statForTool(dir, "directory");

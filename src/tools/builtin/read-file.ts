@@ -41,7 +41,7 @@ export const readFile = defineTool({
     "Reading a file is required before write_file/edit_file may change it.",
   params: Params,
   readOnly: true,
-  touches: (input) => input.file,
+  reaches: (input) => input.file,
   async execute(input, ctx) {
     const absolute = resolveToolPath(ctx.workspace, input.file);
     const guarded = await guardRead(pathPolicyFromContext(ctx), absolute);

@@ -17,7 +17,7 @@ export const writeFile = defineTool({
     "Create or overwrite a file (parent folders are created). An existing file must have been read with read_file " +
     "in this session first, and is refused if it changed on disk since. The write is atomic and goes through symlinks.",
   params: Params,
-  touches: (input) => input.file,
+  reaches: (input) => input.file,
   async execute(input, ctx) {
     const target = await prepareWrite(ctx, input.file);
     await commitWrite(ctx, target, input.content);
