@@ -6,6 +6,7 @@ import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { corsPolicy } from "./cors.js";
 import { apiError, errorResponse } from "./errors.js";
+import { answerHeadWithGet } from "./head.js";
 import { agentRoutes } from "./routes/agents.js";
 import { DASHBOARD_PATHS } from "./routes/dashboard.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -64,6 +65,7 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   agentRoutes(app, state);
   sessionRoutes(app, state);
   for (const register of modules) register(app, state);
+  answerHeadWithGet(app);
   return app;
 }
 
