@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { fairTurn } from "../base/fair-turns.js";
 import { VERSION } from "../version.js";
-import { bearerToken, hostAllowed, originAllowed, tokenMatches } from "./auth.js";
+import { bearerToken, hostAllowed, hostWithPort, originAllowed, tokenMatches } from "./auth.js";
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { corsPolicy } from "./cors.js";
 import { apiError, errorResponse } from "./errors.js";
@@ -36,7 +36,8 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   });
 
   const cors = corsPolicy(runtime.config.settings);
-  const hostsFor = (host: string | undefined) => state.allowedHosts ?? new Set([(host ?? "").toLowerCase()]);
+  // Bound to every interface, the server is whatever the Host header names.
+  const hostsFor = (host: string | undefined) => state.allowedHosts ?? new Set([(host ?? "").toLowerCase(), hostWithPort((host ?? "").toLowerCase())]);
   app.use("*", cors.middleware((host) => hostAllowed(host, hostsFor(host))));
 
   app.use("*", async (c, next) => {

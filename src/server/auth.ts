@@ -46,12 +46,25 @@ export function hostAllowed(hostHeader: string | undefined, allowed: Set<string>
   return allowed.has(hostHeader.toLowerCase());
 }
 
+/**
+ * A browser's Origin must be this server's own: scheme http (the server speaks no TLS), a
+ * name it answers to, and its port (an Origin without one means 80). `allowed` holds
+ * `name:port` entries (allowedHosts(), or the Host header when bound to every interface).
+ * No Origin (curl, SDKs) is fine; an opaque "null" one is not.
+ */
 export function originAllowed(origin: string | undefined, allowed: Set<string>): boolean {
-  if (!origin || origin === "null") return origin === undefined;
+  if (origin === undefined) return true;
+  let url: URL;
   try {
-    const url = new URL(origin);
-    return allowed.has(url.host.toLowerCase());
+    url = new URL(origin);
   } catch {
     return false;
   }
+  if (url.protocol !== "http:") return false;
+  return allowed.has(`${url.hostname}:${url.port || "80"}`.toLowerCase());
+}
+
+/** The Host header as `name:port` (a Host without a port names port 80). */
+export function hostWithPort(host: string): string {
+  return /:\d+$/.test(host) ? host : `${host}:80`;
 }
