@@ -1,6 +1,7 @@
 /**
- * The one catalogue of error codes. HTTP maps a code to its status; tools render
- * a code as the manual's `Error: CODE — message` string (see tools/format.ts).
+ * The one catalogue of error codes and the one table of their HTTP statuses: every answer
+ * of the server takes its status from here (one status per code). Tools render a code as
+ * the manual's `Error: CODE — message` string (see tools/format.ts).
  */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
@@ -28,16 +29,21 @@ export const ERROR_STATUS = {
   /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
   CONTEXT_OVERFLOW: 400,
   HOOK_BLOCKED: 400,
-  BUDGET_EXCEEDED: 429,
+  /** A budget (cost, key spend) is used up: 402 over HTTP, whatever the budget. */
+  BUDGET_EXCEEDED: 402,
   RATE_LIMITED: 429,
-  CONFIG_ERROR: 500,
+  /** The live-session cap (limits.maxLiveSessions) is reached: close sessions first. */
+  TOO_MANY_SESSIONS: 429,
+  /** Something the request needs is not installed or configured (no model, a provider's key unset): the message says what to set. */
+  CONFIG_ERROR: 400,
   INTERNAL_ERROR: 500,
   LLM_ERROR: 502,
   PROVIDER_ERROR: 502,
   /** The database behind the store cannot be reached (down, refusing, cut mid-query). */
   STORE_UNAVAILABLE: 503,
   TIMEOUT: 504,
-  CANCELLED: 499,
+  /** The turn was cancelled (POST /cancel, a closing session, a shutdown) before it answered. */
+  CANCELLED: 409,
   // Tool-level codes (rendered to the model; HTTP rarely sees them).
   TOOL_ERROR: 500,
   TOOL_TIMEOUT: 504,
@@ -65,7 +71,6 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export interface VeilErrorOptions {
   details?: Record<string, unknown>;
   cause?: unknown;
-  status?: number;
 }
 
 export class VeilError extends Error {
@@ -77,7 +82,7 @@ export class VeilError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "VeilError";
     this.code = code;
-    this.status = options.status ?? ERROR_STATUS[code] ?? 500;
+    this.status = statusOf(code);
     this.details = options.details;
   }
 }
@@ -88,6 +93,11 @@ export class ToolError extends VeilError {
     super(code, message, options);
     this.name = "ToolError";
   }
+}
+
+/** The HTTP status of a code (a run result's code is a plain string); 500 for a code not in the catalogue. */
+export function statusOf(code: string): number {
+  return Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : 500;
 }
 
 export function isVeilError(value: unknown): value is VeilError {

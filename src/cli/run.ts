@@ -4,7 +4,6 @@ import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import { UsageError, commandUsage, type RunCommand } from "./args.js";
-import { checkModelReady } from "./preflight.js";
 import { cliLogger, paintFor, type CliIo, type Paint } from "./terminal.js";
 
 export type { CliIo } from "./terminal.js";
@@ -19,7 +18,8 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
   try {
     const session = await pickSession(runtime, command);
-    checkModelReady(runtime.config, { perCall: command.model, session: session.model, agent: runtime.agents()[session.agent] });
+    // Checked before the turn, so a missing model or key is one CONFIG_ERROR line and nothing is sent.
+    await runtime.sessions.checkModelReady(session, command.model);
     const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
     const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
     const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });

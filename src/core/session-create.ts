@@ -17,7 +17,7 @@ export async function createSession(deps: SessionManagerDeps, input: CreateSessi
   if (!modeConfig(agent, mode).enabled) throw new VeilError("VALIDATION_ERROR", `mode "${mode}" of agent "${agent.name}" is disabled`);
   const max = deps.config.settings.limits.maxLiveSessions;
   if (liveHere >= max) {
-    throw new VeilError("BUDGET_EXCEEDED", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
+    throw new VeilError("TOO_MANY_SESSIONS", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
   }
   const row: NewSession = {
     id: deps.ids.next("sess"),

@@ -16,6 +16,7 @@ import { createLiveSession, type ActiveRun, type LiveSession } from "./live-sess
 import { recordSessionStart, screenPrompt } from "./session-hooks.js";
 import { handPendingToOwner, runHereOrAwaitOwner, type RunGate } from "./cluster/run-gate.js";
 import { createSession } from "./session-create.js";
+import { checkModelReady } from "./model-ready.js";
 import { executeRun, type RunHost, type RunInbox } from "./run.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
@@ -67,6 +68,11 @@ export class SessionManager {
     const session = await this.deps.store.getSession(id);
     if (!session) throw new VeilError("SESSION_NOT_FOUND", `no session "${id}"`);
     return session;
+  }
+
+  /** The key a turn would use, once its engine has what it needs; CONFIG_ERROR names what is missing (see model-ready.ts). */
+  checkModelReady(session: Pick<SessionRow, "agent" | "model">, perCallModel?: string): Promise<string> {
+    return checkModelReady(this.deps, session, perCallModel);
   }
 
   isRunning(id: string): boolean {

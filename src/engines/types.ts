@@ -134,5 +134,11 @@ export interface Engine {
    * the system prompt then carries no "not loaded" summary of tier-2 tools.
    */
   readonly toolsUpFront?: boolean;
+  /**
+   * Before a turn is asked for: throws CONFIG_ERROR naming what the key needs and is not
+   * installed or configured (a provider's key, the Claude Agent SDK…), so a caller can
+   * refuse the request instead of starting a turn that fails.
+   */
+  checkReady?(modelKey: string): Promise<void>;
   run(request: RunRequest, io: RunIO): AsyncIterable<RunEvent>;
 }

@@ -1,8 +1,8 @@
 import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
-import { errorMessage } from "../errors.js";
+import { errorMessage, isVeilError } from "../errors.js";
 import type { Logger } from "../base/log.js";
-import { fallbackChain, resolveModelKey } from "./models.js";
+import { checkModelKeyReady, fallbackChain, resolveModelKey } from "./models.js";
 import { zeroUsage } from "./openai-compatible/from-wire.js";
 import { createOpenAiProvider } from "./openai-compatible/client.js";
 import type { AssistantMessage, LlmClient, LlmError, LlmProvider, LlmRequest, StreamEvent } from "./types.js";
@@ -25,8 +25,9 @@ const OUTPUT_EVENTS = new Set<StreamEvent["type"]>(["text", "thinking", "tool_ca
  * The client the loop talks to. For each model of the fallback chain: stream; a retryable
  * failure before any output is retried with exponential backoff (Retry-After honoured,
  * both capped at retry.maxDelayMs), then the next model is tried. MODEL_NOT_FOUND moves on
- * at once; VALIDATION_ERROR, UNAUTHORIZED and CANCELLED end the call. Once output has been
- * yielded an error is final (the caller already showed that output).
+ * at once, and so does a key that names no configured provider; a refused request (the
+ * provider's 400, 401, 403), a provider whose key is not set (CONFIG_ERROR) and CANCELLED end
+ * the call. Once output has been yielded an error is final (the caller already showed that output).
  */
 export function createLlmClient(options: LlmClientOptions): LlmClient {
   const { settings, models, env, clock, log } = options;
@@ -59,8 +60,8 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
       try {
         resolved = resolveModelKey(key, settings);
       } catch (error) {
-        // CONFIG_ERROR is not an LlmError code: an unresolvable key is a model we cannot reach.
-        last = failure({ code: "MODEL_NOT_FOUND", message: errorMessage(error), retryable: false }, key);
+        // A key no provider here serves (CONFIG_ERROR), or an empty one: a model this node cannot reach.
+        last = failure({ code: isVeilError(error) && error.code === "CONFIG_ERROR" ? "CONFIG_ERROR" : "MODEL_NOT_FOUND", message: errorMessage(error), retryable: false }, key);
         log?.warn("llm model key does not resolve; trying the next model", { model: key, error: errorMessage(error) });
         continue;
       }
@@ -93,7 +94,7 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
         if (produced || rest.signal?.aborted) {
           return yield rest.signal?.aborted && error.code !== "CANCELLED" ? { ...ended, error: { ...error, code: "CANCELLED", retryable: false } } : ended;
         }
-        if (error.code === "CANCELLED" || error.code === "VALIDATION_ERROR" || error.code === "UNAUTHORIZED") return yield ended;
+        if (endsTheCall(error)) return yield ended;
         if (error.code === "MODEL_NOT_FOUND" || !error.retryable || attempt >= retry.maxRetries) {
           const next = chain[chain.indexOf(key) + 1];
           log?.warn(next ? `llm model failed; trying the next model (${next})` : "llm model failed; no fallback model left", { model: key, code: error.code, message: error.message, attempts: attempt + 1 });
@@ -115,7 +116,12 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
     return yield last;
   }
 
-  return { stream };
+  return { stream, checkReady: (modelKey) => void checkModelKeyReady(modelKey, settings, env) };
+}
+
+/** Failures another attempt or model would only repeat, or that the caller chose. */
+function endsTheCall(error: LlmError): boolean {
+  return error.code === "CANCELLED" || error.code === "VALIDATION_ERROR" || error.code === "CONFIG_ERROR" || error.status === 401 || error.status === 403;
 }
 
 function emptyMessage(): AssistantMessage {

@@ -1,5 +1,5 @@
 import { defaultModelInfo } from "../config/defaults.js";
-import type { ModelInfo, Settings } from "../config/types.js";
+import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import type { ResolvedModel } from "./types.js";
 
@@ -42,6 +42,31 @@ export function resolveModelKey(key: string, settings: ProviderSettings): Resolv
     );
   }
   return { key: trimmed, providerName: fallbackName, provider, modelId: trimmed };
+}
+
+/** The variable a provider's apiKeyEnv names when it is not set (the provider cannot be called); undefined when it can. */
+export function unsetKeyVariable(provider: ProviderConfig, env: Record<string, string | undefined>): string | undefined {
+  return provider.apiKey || !provider.apiKeyEnv || env[provider.apiKeyEnv] ? undefined : provider.apiKeyEnv;
+}
+
+/** "provider "P", whose key variable V (apiKeyEnv) is not set: <the fix>", for a provider unsetKeyVariable() names V of. */
+export function unsetKeyMessage(providerName: string, variable: string): string {
+  return `provider "${providerName}", whose key variable ${variable} (apiKeyEnv) is not set: export ${variable}=<key>, or set "apiKey" for that provider in .veil/settings.json`;
+}
+
+/**
+ * A key that can be sent: it names a configured provider (or the default one) and that
+ * provider's key is there. CONFIG_ERROR names what is missing otherwise.
+ */
+export function checkModelKeyReady(key: string, settings: ProviderSettings, env: Record<string, string | undefined>): ResolvedModel {
+  const resolved = resolveModelKey(key, settings);
+  const variable = unsetKeyVariable(resolved.provider, env);
+  if (variable) {
+    throw new VeilError("CONFIG_ERROR", `model "${resolved.key}" goes to ${unsetKeyMessage(resolved.providerName, variable)}`, {
+      details: { model: resolved.key, provider: resolved.providerName, variable },
+    });
+  }
+  return resolved;
 }
 
 /** Resolution order of the model for a turn: per-call > session > agent > settings. */

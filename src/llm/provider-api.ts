@@ -12,6 +12,7 @@ import type { Logger } from "../base/log.js";
 import { fromWireMessages, fromWireTools, toChatCompletion, type ChatCompletion } from "./chat-completion.js";
 import { createLlmClient, type ProviderFactory } from "./fallback.js";
 import { pickModelKey } from "./models.js";
+import { reportedError } from "./reported-error.js";
 
 export interface CallWithProviderFallbackOptions {
   /** The loaded settings (`_settings`); missing parts fall back to the defaults. */
@@ -76,9 +77,8 @@ export async function callWithProviderFallback(options: CallWithProviderFallback
       const meta = { id: `chatcmpl-${randomUUID()}`, model: event.model, created: Math.floor(clock.now() / 1000) };
       return { response: toChatCompletion(meta, event), model: event.model };
     } else if (event.type === "error") {
-      throw new VeilError(event.error.code, event.error.message, {
-        details: { model: event.model, retryable: event.error.retryable, ...(event.error.status ? { providerStatus: event.error.status } : {}) },
-      });
+      const reported = reportedError(event.error);
+      throw new VeilError(reported.code, reported.message, { details: { model: event.model, retryable: event.error.retryable, ...reported.details } });
     }
   }
   throw new VeilError("LLM_ERROR", "the LLM stream ended without a result");

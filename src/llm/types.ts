@@ -38,7 +38,12 @@ export interface AssistantMessage {
 }
 
 export interface LlmError {
-  code: "LLM_ERROR" | "TIMEOUT" | "CANCELLED" | "RATE_LIMITED" | "PROVIDER_ERROR" | "MODEL_NOT_FOUND" | "UNAUTHORIZED" | "VALIDATION_ERROR";
+  /**
+   * How the call failed, for retries and fallbacks: the provider's own answers (RATE_LIMITED
+   * for its 429, VALIDATION_ERROR for its 400, MODEL_NOT_FOUND for its 404…) are not Veil's
+   * answers to a client; reportedError() says what a caller is told.
+   */
+  code: "LLM_ERROR" | "TIMEOUT" | "CANCELLED" | "RATE_LIMITED" | "PROVIDER_ERROR" | "MODEL_NOT_FOUND" | "VALIDATION_ERROR" | "CONFIG_ERROR";
   message: string;
   /** HTTP status when the provider answered with one. */
   status?: number;
@@ -91,4 +96,6 @@ export interface ResolvedModel {
  */
 export interface LlmClient {
   stream(request: Omit<LlmRequest, "model"> & { modelKey: string }): AsyncIterable<StreamEvent>;
+  /** Throws CONFIG_ERROR naming what is missing when the key cannot be sent (no provider for it, the provider's key unset). */
+  checkReady?(modelKey: string): void;
 }

@@ -159,17 +159,18 @@ const DOCS: Record<string, Doc> = {
 
 const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
 
-/** Error answers every operation may give, by status (the README's error table has the codes). */
+/** Error answers every operation may give, by status (each code has one status: src/errors.ts). */
 const ERROR_STATUSES: Record<string, string> = {
   "400": "VALIDATION_ERROR / INVALID_JSON / CONFIG_ERROR / HOOK_BLOCKED / CONTEXT_OVERFLOW",
   "401": "UNAUTHORIZED: missing or wrong bearer secret (or stream token)",
   "403": "FORBIDDEN: foreign Origin or Host",
   "404": "*_NOT_FOUND",
-  "409": "SESSION_CLOSED / SESSION_SUSPENDED / SESSION_BUSY / not_found",
+  "402": "BUDGET_EXCEEDED",
+  "409": "SESSION_CLOSED / SESSION_SUSPENDED / SESSION_BUSY / CANCELLED / not_found",
   "413": "PAYLOAD_TOO_LARGE",
-  "429": "BUDGET_EXCEEDED / RATE_LIMITED",
+  "429": "TOO_MANY_SESSIONS: limits.maxLiveSessions reached",
   "500": "INTERNAL_ERROR",
-  "502": "LLM_ERROR: the provider failed",
+  "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status",
   "504": "TIMEOUT",
 };
 

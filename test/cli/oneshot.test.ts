@@ -84,7 +84,7 @@ describe.skipIf(!existsSync(MAIN))("limits.maxLiveSessions counts the sessions a
     try {
       const first = await runtime.sessions.create({ agent: "default" });
       await runtime.sessions.create({ agent: "default" });
-      await expect(runtime.sessions.create({ agent: "default" })).rejects.toMatchObject({ code: "BUDGET_EXCEEDED", message: expect.stringContaining("limit 2, settings.limits.maxLiveSessions") });
+      await expect(runtime.sessions.create({ agent: "default" })).rejects.toMatchObject({ code: "TOO_MANY_SESSIONS", message: expect.stringContaining("limit 2, settings.limits.maxLiveSessions") });
       await runtime.sessions.close(first.id);
       await expect(runtime.sessions.create({ agent: "default" })).resolves.toMatchObject({ agent: "default" });
     } finally {

@@ -65,7 +65,7 @@ describe("callWithProviderFallback + extractMessage", () => {
     llm.enqueue(httpError(401, { message: "bad key" }));
     const call = callWithProviderFallback({ settings, modelId: "fake/m", messages: [{ role: "user", content: "x" }], env: { FAKE_KEY: "k" } });
     await expect(call).rejects.toBeInstanceOf(VeilError);
-    await expect(call).rejects.toMatchObject({ code: "UNAUTHORIZED", message: expect.stringContaining("bad key") });
+    await expect(call).rejects.toMatchObject({ code: "LLM_ERROR", message: expect.stringContaining("bad key"), details: { providerStatus: 401 } });
   });
 
   it("uses settings.defaultModel when modelId is absent", async () => {

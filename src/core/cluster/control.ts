@@ -13,7 +13,7 @@ const MAX_ANSWER_CHARS = 6000;
 /** What the owner's action gave, in a form that crosses nodes as JSON. */
 export type ControlAnswer =
   | { value: unknown }
-  | { error: { code: ErrorCode; message: string; status: number; details?: Record<string, unknown> } }
+  | { error: { code: ErrorCode; message: string; details?: Record<string, unknown> } }
   /** Not a VeilError: the requester answers with the same 500 the owner's route would. */
   | { internal: string }
   /** A value too large for a signal (a session row with a long objective): the requester reads the row itself. */
@@ -28,7 +28,7 @@ export function encodeAnswer(outcome: PromiseSettledResult<unknown>): ControlAns
   if (error instanceof VeilError) {
     const message = error.message.slice(0, MAX_ANSWER_CHARS / 2);
     const details = error.details && JSON.stringify(error.details).length <= MAX_ANSWER_CHARS / 3 ? { details: error.details } : {};
-    return { error: { code: error.code, message, status: error.status, ...details } };
+    return { error: { code: error.code, message, ...details } };
   }
   return { internal: (error instanceof Error ? error.message : String(error)).slice(0, MAX_ANSWER_CHARS / 2) };
 }
@@ -37,7 +37,7 @@ export function encodeAnswer(outcome: PromiseSettledResult<unknown>): ControlAns
 export async function decodeAnswer(answer: ControlAnswer, reread: () => Promise<unknown>): Promise<unknown> {
   if ("reread" in answer) return reread();
   if ("value" in answer) return answer.value;
-  if ("error" in answer) throw new VeilError(answer.error.code, answer.error.message, { status: answer.error.status, details: answer.error.details });
+  if ("error" in answer) throw new VeilError(answer.error.code, answer.error.message, { details: answer.error.details });
   throw new Error(answer.internal);
 }
 

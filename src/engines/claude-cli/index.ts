@@ -4,6 +4,7 @@ import { VeilError, errorMessage, isVeilError } from "../../errors.js";
 import { modelInfo } from "../../llm/models.js";
 import { ClaudeProcesses } from "./processes.js";
 import { loadClaudeSdk, importClaudeSdk, type SdkImporter } from "./sdk-loader.js";
+import { resolveApiKey } from "./sdk-options.js";
 import type { Engine, RunEvent, RunIO, RunRequest } from "../types.js";
 
 export const CLAUDE_CLI_PREFIX = "cc/";
@@ -35,6 +36,12 @@ export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCl
     name: "claude-cli",
     handles: (modelKey) => modelKey.startsWith(CLAUDE_CLI_PREFIX),
     toolsUpFront: true,
+    checkReady: async () => {
+      await loadClaudeSdk(importSdk);
+      const config = typeof options.config === "function" ? options.config() : options.config;
+      checkExecutable(config.settings.claudeCli?.executable);
+      resolveApiKey(config.settings.claudeCli, config.env);
+    },
     run: (request, io) => runTurn(request, io),
     shutdown: () => processes.endAll(),
     livePids: () => processes.pids(),

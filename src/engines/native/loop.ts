@@ -1,5 +1,6 @@
 import { ZERO_USAGE } from "../../base/usage.js";
 import type { TokenUsage } from "../../base/usage.js";
+import { reportedError } from "../../llm/reported-error.js";
 import type { AssistantMessage, LlmClient, LlmError, LlmMessage, StreamEvent, ToolCallRequest } from "../../llm/types.js";
 import { formatToolError } from "../../tools/format.js";
 import { toolResultContent } from "../../tools/result-content.js";
@@ -11,6 +12,7 @@ export function createNativeEngine(deps: { llm: LlmClient }): Engine {
   return {
     name: "openai",
     handles: () => true,
+    checkReady: async (modelKey) => deps.llm.checkReady?.(modelKey),
     run: (request, io) => runNativeLoop(request, io, deps.llm),
   };
 }
@@ -60,7 +62,7 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
       if (response.message.content) {
         yield { type: "assistant_message", message: { ...response.message, toolCalls: [] }, finishReason: cancelled ? "cancelled" : "error", usage: response.usage, final: false };
       }
-      return yield cancelled ? ended("cancelled") : ended("error", response.error);
+      return yield cancelled ? ended("cancelled") : ended("error", reportedError(response.error));
     }
 
     const { message, finishReason } = response;

@@ -9,6 +9,7 @@
  */
 import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
+import { unsetKeyMessage, unsetKeyVariable } from "../models.js";
 import { httpError, inStreamError, networkError, parseRetryAfter } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
@@ -51,15 +52,11 @@ interface StreamSettings {
   reasoningStyle: ReasoningStyle;
 }
 
-/** The API key from config.apiKey or env[config.apiKeyEnv]; an Error message when it is missing. */
-function apiKey(s: StreamSettings): { key?: string; missing?: string } {
-  if (s.config.apiKey) return { key: s.config.apiKey };
-  if (s.config.apiKeyEnv) {
-    const key = s.env[s.config.apiKeyEnv];
-    if (!key) return { missing: `${s.name}: environment variable ${s.config.apiKeyEnv} (apiKeyEnv) is not set` };
-    return { key };
-  }
-  return {};
+/** The API key from config.apiKey or env[config.apiKeyEnv]; `missing` says what to set when apiKeyEnv names an unset variable. */
+function apiKey(s: StreamSettings, model: string): { key?: string; missing?: string } {
+  const variable = unsetKeyVariable(s.config, s.env);
+  if (variable) return { missing: `model "${model}" goes to ${unsetKeyMessage(s.name, variable)}` };
+  return { key: s.config.apiKey || (s.config.apiKeyEnv ? s.env[s.config.apiKeyEnv] : undefined) };
 }
 
 async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerator<StreamEvent> {
@@ -68,8 +65,9 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
   const cancelled = (): StreamEvent => fail({ code: "CANCELLED", message: `${s.name}: request cancelled`, retryable: false });
 
   if (request.signal?.aborted) return yield cancelled();
-  const auth = apiKey(s);
-  if (auth.missing) return yield fail({ code: "UNAUTHORIZED", message: auth.missing, retryable: false });
+  const auth = apiKey(s, request.model);
+  // Veil's configuration, not the provider, is at fault: nothing is sent.
+  if (auth.missing) return yield fail({ code: "CONFIG_ERROR", message: auth.missing, retryable: false });
 
   const controller = new AbortController();
   let timedOut = false;

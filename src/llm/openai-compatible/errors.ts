@@ -43,7 +43,8 @@ export function httpError(provider: string, model: string, status: number, bodyT
   if (status === 429) return { code: "RATE_LIMITED", retryable: true, ...base };
   if (status === 408) return { code: "TIMEOUT", retryable: true, ...base };
   if (status >= 500) return { code: "PROVIDER_ERROR", retryable: true, ...base };
-  if (status === 401 || status === 403) return { code: "UNAUTHORIZED", retryable: false, ...base };
+  // The provider refused Veil's key: a provider failure, never the client's own UNAUTHORIZED.
+  if (status === 401 || status === 403) return { code: "LLM_ERROR", retryable: false, ...base, message: `${message} (the provider refused the key: check "apiKey" / "apiKeyEnv" of provider "${provider}")` };
   if (status === 404) return { code: "MODEL_NOT_FOUND", retryable: false, ...base };
   if (status === 400 || status === 413 || status === 422) return { code: "VALIDATION_ERROR", retryable: false, ...base };
   if (status === 409) return { code: "PROVIDER_ERROR", retryable: true, ...base };

@@ -4,7 +4,7 @@ import { stream as honoStream } from "hono/streaming";
 import type { VeilEvent } from "../../base/events.js";
 import type { ChatContent, ChatPart } from "../../core/chat-content.js";
 import type { RunResult } from "../../engines/types.js";
-import { VeilError } from "../../errors.js";
+import { statusOf, VeilError } from "../../errors.js";
 import { createChunkEncoder, toChatCompletion, type CompletionMeta } from "../../llm/chat-completion.js";
 import type { SessionRow } from "../../store/store.js";
 import type { AppEnv, ServerState } from "../context.js";
@@ -49,7 +49,7 @@ export async function agentCompletion(c: Context<AppEnv>, state: ServerState, ta
   if (!body.stream) {
     const result = await (await runtime.sessions.send(session.id, message, sendOptions)).result;
     if (result.stopReason === "error" && result.error) {
-      return c.json({ error: { code: result.error.code, message: result.error.message, type: "veil_error" } }, statusOfRunError(result.error.code));
+      return c.json({ error: { code: result.error.code, message: result.error.message, type: "veil_error" } }, statusOf(result.error.code) as ContentfulStatusCode);
     }
     return c.json(toChatCompletion(meta, { message: { content: result.content, thinking: null, toolCalls: [] }, finishReason: finishOf(result), usage: result.usage }));
   }
@@ -118,13 +118,19 @@ function oneLine(text: string): string {
   return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
 }
 
+/** The session to run in, once its model can be reached (a new session is created only then). */
 async function openSession(state: ServerState, target: { agent: string; sessionId?: string }): Promise<SessionRow> {
   const { sessions } = state.runtime;
-  if (!target.sessionId) return sessions.create({ agent: target.agent });
+  if (!target.sessionId) {
+    // An unknown agent is create()'s AGENT_NOT_FOUND; a known one's model is checked first.
+    if (Object.hasOwn(state.runtime.agents(), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
+    return sessions.create({ agent: target.agent });
+  }
   const session = await sessions.get(target.sessionId);
   if (session.agent !== target.agent) {
     throw new VeilError("VALIDATION_ERROR", `session "${session.id}" belongs to agent "${session.agent}", not "${target.agent}" (use model agent/${session.agent}/${session.id})`);
   }
+  await sessions.checkModelReady(session);
   return session;
 }
 
@@ -152,9 +158,4 @@ function textOf(content: unknown): string {
 function finishOf(result: RunResult): string {
   if (result.stopReason === "cancelled") return "stop";
   return result.finishReason === "length" ? "length" : "stop";
-}
-
-const RUN_ERROR_STATUS: Record<string, ContentfulStatusCode> = { TIMEOUT: 504, CANCELLED: 409, CONTEXT_OVERFLOW: 400, CONFIG_ERROR: 400, AGENT_NOT_FOUND: 404 };
-function statusOfRunError(code: string): ContentfulStatusCode {
-  return RUN_ERROR_STATUS[code] ?? 502;
 }

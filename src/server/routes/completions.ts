@@ -2,10 +2,12 @@ import { Type, type Static } from "../../schema.js";
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { stream as honoStream } from "hono/streaming";
-import { VeilError } from "../../errors.js";
+import { CLAUDE_CLI_PREFIX } from "../../engines/claude-cli/index.js";
+import { statusOf, VeilError } from "../../errors.js";
 import { createChunkEncoder, fromWireMessages, fromWireTools, toChatCompletion } from "../../llm/chat-completion.js";
 import { pickModelKey } from "../../llm/models.js";
-import type { StreamEvent } from "../../llm/types.js";
+import { reportedError } from "../../llm/reported-error.js";
+import type { LlmError, StreamEvent } from "../../llm/types.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { agentCompletion, parseAgentModel } from "./agent-completions.js";
@@ -24,28 +26,24 @@ export const CompletionBody = Type.Object(
   { additionalProperties: true },
 );
 
-const STATUS_OF: Record<string, ContentfulStatusCode> = {
-  VALIDATION_ERROR: 400,
-  UNAUTHORIZED: 401,
-  MODEL_NOT_FOUND: 404,
-  RATE_LIMITED: 429,
-  CANCELLED: 499 as ContentfulStatusCode,
-  TIMEOUT: 504,
-};
+type Body = Static<typeof CompletionBody>;
+type End = Extract<StreamEvent, { type: "done" | "error" }>;
+
+const OUTPUT = new Set<StreamEvent["type"]>(["text", "thinking", "tool_call_start", "tool_call_delta"]);
 
 /**
- * OpenAI chat completions through Veil's provider fallback chain, so the
- * official `openai` SDK pointed at http://HOST:PORT/v1 works. A model `agent/<name>[/<sessionId>]`
- * is answered by that agent's loop instead (agent-completions.ts).
+ * OpenAI chat completions through Veil's provider fallback chain, so the official `openai`
+ * SDK pointed at http://HOST:PORT/v1 works. A model `agent/<name>[/<sessionId>]` is answered
+ * by that agent's loop instead (agent-completions.ts).
  */
 export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const handler = async (c: Context<AppEnv>) => {
     const { runtime } = state;
-    const body = await jsonBody<Static<typeof CompletionBody>>(c, CompletionBody);
+    const body = await jsonBody<Body>(c, CompletionBody);
     const agentTarget = parseAgentModel(body.model);
     if (agentTarget) return agentCompletion(c, state, agentTarget, body);
-    const modelKey = pickModelKey({ perCall: body.model, session: null, agent: undefined, settings: runtime.config.settings });
-    const request = {
+    const modelKey = proxiedModelKey(state, body.model);
+    const events = runtime.llm.stream({
       modelKey,
       messages: fromWireMessages(body.messages),
       tools: fromWireTools(body.tools),
@@ -53,29 +51,66 @@ export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       temperature: body.temperature,
       reasoning: body.reasoning_effort ? { effort: body.reasoning_effort as "low" } : null,
       signal: c.req.raw.signal,
-    };
+    })[Symbol.asyncIterator]();
     const meta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: modelKey, created: Math.floor(runtime.clock.now() / 1000) };
 
     if (body.stream) {
+      // Nothing is answered before the call gave output or ended, so a call that fails before
+      // any output gets its status (400 CONFIG_ERROR, 502 LLM_ERROR…) like a plain one.
+      const head: StreamEvent[] = [];
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        head.push(next.value);
+        if (OUTPUT.has(next.value.type) || next.value.type === "done" || next.value.type === "error") break;
+      }
+      const last = head.at(-1);
+      if (last?.type === "error") return errorAnswer(c, last.error);
       c.header("content-type", "text/event-stream; charset=utf-8");
       c.header("cache-control", "no-cache");
       return honoStream(c, async (out) => {
         const encoder = createChunkEncoder(meta);
-        for await (const event of runtime.llm.stream(request)) {
-          for (const chunk of encoder.encode(event)) await out.write(`data: ${JSON.stringify(chunk)}\n\n`);
-        }
+        const write = async (event: StreamEvent) => {
+          // An error after output ends the stream in a chunk, under the code a plain call would answer with.
+          const reported = event.type === "error" ? { ...event, error: { ...event.error, code: reportedError(event.error).code as LlmError["code"] } } : event;
+          for (const chunk of encoder.encode(reported)) await out.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        };
+        for (const event of head) await write(event);
+        for (let next = await events.next(); !next.done; next = await events.next()) await write(next.value);
         await out.write("data: [DONE]\n\n");
       });
     }
 
-    let end: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
-    for await (const event of runtime.llm.stream(request)) if (event.type === "done" || event.type === "error") end = event;
+    let end: End | undefined;
+    for (let next = await events.next(); !next.done; next = await events.next()) if (next.value.type === "done" || next.value.type === "error") end = next.value;
     if (!end) throw new VeilError("LLM_ERROR", "the model stream ended without a result");
-    if (end.type === "error") {
-      return c.json({ error: { code: end.error.code, message: end.error.message, type: "veil_error" } }, STATUS_OF[end.error.code] ?? 502);
-    }
+    if (end.type === "error") return errorAnswer(c, end.error);
     return c.json(toChatCompletion(meta, { message: end.message, finishReason: end.finishReason, usage: end.usage }));
   };
   app.post("/completions", handler);
   app.post("/v1/chat/completions", handler);
+}
+
+/**
+ * The key the client asked for (else the default model), once a provider can be sent it:
+ * CONFIG_ERROR names what is missing (no model configured, no provider for the key, the
+ * provider's key variable unset). A cc/ key runs on the claude-cli engine, which has no
+ * provider to forward a completion to.
+ */
+function proxiedModelKey(state: ServerState, requested: string | undefined): string {
+  const { runtime } = state;
+  const key = pickModelKey({ perCall: requested, settings: runtime.config.settings });
+  if (key.startsWith(CLAUDE_CLI_PREFIX)) {
+    throw new VeilError(
+      "CONFIG_ERROR",
+      `model "${key}" runs on the claude-cli engine, and this proxy only forwards to providers (none serves cc/ keys): ask an agent whose model it is ("model": "agent/<name>"), or pick a provider's model (GET /v1/models)`,
+      { details: { model: key } },
+    );
+  }
+  runtime.llm.checkReady?.(key);
+  return key;
+}
+
+/** A failed call as OpenAI clients read errors, with the status of its code (a provider's refusal is 502 LLM_ERROR). */
+function errorAnswer(c: Context<AppEnv>, error: LlmError): Response {
+  const reported = reportedError(error);
+  return c.json({ error: { code: reported.code, message: reported.message, type: "veil_error", ...(reported.details ? { details: reported.details } : {}) } }, statusOf(reported.code) as ContentfulStatusCode);
 }

@@ -1,6 +1,7 @@
 import { Type, type Static } from "../../schema.js";
 import type { Hono } from "hono";
-import { VeilError } from "../../errors.js";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { statusOf, VeilError } from "../../errors.js";
 import type { RunResult } from "../../engines/types.js";
 import type { SessionRow } from "../../store/store.js";
 import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
@@ -125,6 +126,8 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
     const session = await sessions.get(id);
+    // Before anything is stored or streamed: a model that cannot be reached is one 400 CONFIG_ERROR.
+    await sessions.checkModelReady(session, body.model);
     const message = checkChatMessage(state, session, body.message as ChatContent, body.model);
     if (wantsStream) {
       // Subscribe before sending so no event of the turn is missed.
@@ -151,8 +154,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const receipt = await sessions.send(id, message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
     const result = await receipt.result;
     if (result.stopReason === "error" && result.error) {
-      const code = (result.error.code in statusOfRunError ? result.error.code : "LLM_ERROR") as keyof typeof statusOfRunError;
-      return c.json({ error: { code: result.error.code, message: result.error.message }, ...chatReply(result) }, statusOfRunError[code]);
+      return c.json({ error: { code: result.error.code, message: result.error.message }, ...chatReply(result) }, statusOf(result.error.code) as ContentfulStatusCode);
     }
     return c.json(chatReply(result));
   });
@@ -167,18 +169,3 @@ export function checkChatMessage(state: ServerState, session: SessionRow, messag
   assertModelTakesContent(checked, { perCallModel, session, agent, settings: runtime.config.settings, models: runtime.config.models });
   return checked;
 }
-
-const statusOfRunError = {
-  LLM_ERROR: 502,
-  PROVIDER_ERROR: 502,
-  RATE_LIMITED: 502,
-  TIMEOUT: 504,
-  UNAUTHORIZED: 502,
-  MODEL_NOT_FOUND: 502,
-  VALIDATION_ERROR: 502,
-  CONFIG_ERROR: 500,
-  AGENT_NOT_FOUND: 404,
-  INTERNAL_ERROR: 500,
-  CANCELLED: 409,
-  CONTEXT_OVERFLOW: 400,
-} as const;

@@ -122,8 +122,9 @@ describe("openai-compatible provider", () => {
 
   it.each([
     [400, "VALIDATION_ERROR"],
-    [401, "UNAUTHORIZED"],
-    [403, "UNAUTHORIZED"],
+    // The provider refused Veil's key: a provider failure, never Veil's own UNAUTHORIZED.
+    [401, "LLM_ERROR"],
+    [403, "LLM_ERROR"],
     [404, "MODEL_NOT_FOUND"],
   ])("classifies HTTP %i as non-retryable %s", async (status, code) => {
     llm.enqueue(httpError(status));
@@ -131,11 +132,11 @@ describe("openai-compatible provider", () => {
     expect(error).toMatchObject({ code, status, retryable: false });
   });
 
-  it("reports a missing apiKeyEnv variable as UNAUTHORIZED without calling the server", async () => {
+  it("reports a missing apiKeyEnv variable as CONFIG_ERROR naming it and the fix, without calling the server", async () => {
     const p = createOpenAiProvider("fake", config, { env: {} });
     const error = terminal(await collect(p.stream(request())), "error").error;
-    expect(error.code).toBe("UNAUTHORIZED");
-    expect(error.message).toContain("FAKE_KEY");
+    expect(error).toMatchObject({ code: "CONFIG_ERROR", retryable: false });
+    expect(error.message).toMatch(/provider "fake", whose key variable FAKE_KEY \(apiKeyEnv\) is not set: export FAKE_KEY=<key>/);
     expect(llm.requests).toHaveLength(0);
   });
 

@@ -130,7 +130,7 @@ async function createChild(sessions: SessionManager, caller: SessionRow, input: 
     if (isVeilError(error) && error.code === "CONFLICT") {
       throw new ToolError("VALIDATION_ERROR", `instance_name "${input.instance_name}" is already used by a sub-agent of this session; pick another name`);
     }
-    if (isVeilError(error) && error.code === "BUDGET_EXCEEDED") {
+    if (isVeilError(error) && error.code === "TOO_MANY_SESSIONS") {
       throw new ToolError(
         "BUDGET_EXCEEDED",
         `cannot spawn "${input.instance_name}": ${error.message}. Stop or reuse finished sub-agents (agent_message works on idle ones) instead of spawning more.`,
