@@ -73,6 +73,12 @@ export interface LlmRequest {
   maxTokens?: number;
   temperature?: number;
   signal?: AbortSignal;
+  /**
+   * A client's own chat-completions body (the completions proxy): sent to the provider as it
+   * is, but for `model`, which becomes the provider's model id. The fields above then only
+   * describe the call to Veil (they are not sent a second time).
+   */
+  wireBody?: Readonly<Record<string, unknown>>;
 }
 
 /** One provider endpoint. */

@@ -14,7 +14,7 @@ import { httpError, inStreamError, networkError, parseRetryAfter } from "./error
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
-import { toWireRequest } from "./to-wire.js";
+import { requestBody } from "./to-wire.js";
 
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
 
@@ -102,7 +102,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
           ...(auth.key ? { authorization: `Bearer ${auth.key}` } : {}),
           ...s.config.headers,
         },
-        body: JSON.stringify(toWireRequest(request, true, s.reasoningStyle)),
+        body: JSON.stringify(requestBody(request, s.reasoningStyle)),
         signal: controller.signal,
       });
     } catch (error) {

@@ -1,4 +1,4 @@
-import type { ReasoningStyle } from "../../config/types.js";
+import type { ReasoningEffort, ReasoningStyle } from "../../config/types.js";
 import type { ContentPart, LlmMessage, LlmRequest, LlmToolSpec } from "../types.js";
 import { reasoningFields, thinkingEchoField, type WireReasoningFields } from "./reasoning.js";
 
@@ -43,6 +43,32 @@ export function toWireRequest(request: LlmRequest, stream = true, style: Reasoni
   Object.assign(body, reasoningFields(request.reasoning, style, request.maxTokens));
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
+  return body;
+}
+
+/**
+ * The body POST /chat/completions is sent: the client's own body when the request carries one
+ * (the completions proxy), else one built from the request (toWireRequest).
+ */
+export function requestBody(request: LlmRequest, style: ReasoningStyle = "openai"): object {
+  return request.wireBody ? forwardedBody(request.wireBody, request.model, style) : toWireRequest(request, true, style);
+}
+
+/**
+ * A client's body as it is, but for `model` (the provider's id) and two things its provider
+ * needs to be told Veil's way: a streamed body without stream_options asks for usage (Veil's
+ * answer ends with a usage chunk), and a `reasoning_effort` goes out in the provider's own
+ * reasoning dialect when that is not OpenAI's (unless the body already speaks the dialect).
+ */
+function forwardedBody(wireBody: Readonly<Record<string, unknown>>, model: string, style: ReasoningStyle): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...wireBody, model };
+  if (body.stream === true && body.stream_options === undefined) body.stream_options = { include_usage: true };
+  if (style !== "openai" && typeof body.reasoning_effort === "string") {
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens;
+    const fields = reasoningFields({ effort: body.reasoning_effort as ReasoningEffort }, style, typeof maxTokens === "number" ? maxTokens : undefined);
+    delete body.reasoning_effort;
+    for (const [name, value] of Object.entries(fields)) body[name] ??= value;
+  }
   return body;
 }
 

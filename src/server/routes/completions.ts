@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { stream as honoStream } from "hono/streaming";
 import { CLAUDE_CLI_PREFIX } from "../../engines/claude-cli/index.js";
 import { statusOf, VeilError } from "../../errors.js";
-import { createChunkEncoder, fromWireMessages, fromWireTools, toChatCompletion } from "../../llm/chat-completion.js";
+import { createChunkEncoder, toChatCompletion } from "../../llm/chat-completion.js";
 import { pickModelKey } from "../../llm/models.js";
 import { reportedError } from "../../llm/reported-error.js";
 import type { LlmError, StreamEvent } from "../../llm/types.js";
@@ -33,8 +33,10 @@ const OUTPUT = new Set<StreamEvent["type"]>(["text", "thinking", "tool_call_star
 
 /**
  * OpenAI chat completions through Veil's provider fallback chain, so the official `openai`
- * SDK pointed at http://HOST:PORT/v1 works. A model `agent/<name>[/<sessionId>]` is answered
- * by that agent's loop instead (agent-completions.ts).
+ * SDK pointed at http://HOST:PORT/v1 works. The client's body goes to the provider as it is
+ * (every field: tool_choice, stop, response_format, seed, vendor extensions…), only `model`
+ * becoming the provider's model id. A model `agent/<name>[/<sessionId>]` is answered by that
+ * agent's loop instead (agent-completions.ts).
  */
 export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const handler = async (c: Context<AppEnv>) => {
@@ -45,11 +47,9 @@ export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const modelKey = proxiedModelKey(state, body.model);
     const events = runtime.llm.stream({
       modelKey,
-      messages: fromWireMessages(body.messages),
-      tools: fromWireTools(body.tools),
-      maxTokens: body.max_completion_tokens ?? body.max_tokens,
-      temperature: body.temperature,
-      reasoning: body.reasoning_effort ? { effort: body.reasoning_effort as "low" } : null,
+      // The provider is sent the client's own body (messages included) instead.
+      messages: [],
+      wireBody: body,
       signal: c.req.raw.signal,
     })[Symbol.asyncIterator]();
     const meta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: modelKey, created: Math.floor(runtime.clock.now() / 1000) };
