@@ -5,9 +5,9 @@ import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
 import { createLogger, type Logger } from "./base/log.js";
-import { MultiAgentService } from "./core/agents/service.js";
+import { MULTI_AGENT_SERVICE, MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
-import { ClusterNode } from "./core/cluster/node.js";
+import { ClusterNode, newNodeId } from "./core/cluster/node.js";
 import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
@@ -26,7 +26,7 @@ import type { Store } from "./store/store.js";
 import { openStore } from "./store/open.js";
 import { isClusterStore } from "./store/cluster.js";
 import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
-import type { ToolServices } from "./tools/services.js";
+import { extensionOf, SelfAddress, type ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
 import { createLazyMcpToolSource } from "./tools/mcp/lazy-source.js";
@@ -62,6 +62,8 @@ export interface RuntimeOptions {
   builtins?: RegisteredTool[];
   /** Re-read agent folders per session (default true) so new agents need no restart. */
   reloadAgents?: boolean;
+  /** Knobs for tools (shell isolation and environment, the rg binary), for tests and embedders. */
+  toolServices?: Pick<ToolServices, "shell" | "ripgrepPath">;
 }
 
 export interface Runtime {
@@ -84,8 +86,10 @@ export interface Runtime {
   remoteMethods: RemoteMethodService;
   streamTokens: StreamTokens;
   multiAgent: MultiAgentService;
-  /** What tools reach through ctx.services. */
+  /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
+  /** The server's address, set once it listens (web_fetch refuses it). */
+  selfAddress: SelfAddress;
   agents(): Record<string, AgentConfig>;
   /** Background work of a serving runtime, in the order it must happen (idempotent). */
   start(): Promise<void>;
@@ -109,18 +113,16 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();
-  const services: ToolServices = { llm };
   const customTools =
-    options.customTools ??
-    combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
+    options.customTools ?? combineToolSources([createCustomToolSource({ config, log, resources }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services, agents, engines, llm, hooks });
   // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
-  const cluster = mode === "serve" && isClusterStore(store) ? new ClusterNode({ store, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds }) : null;
-  if (cluster) sessions.setRunGate(cluster);
+  const clusterStore = mode === "serve" && isClusterStore(store) ? store : null;
+  const nodeId = clusterStore ? newNodeId() : null;
+  const selfAddress = new SelfAddress();
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({
@@ -128,36 +130,40 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock,
       log,
       minLoopSeconds: () => config.settings.wakeup?.minLoopSeconds ?? 10,
-      ...(cluster ? { claim: (sessionId: string, dueAt: number) => cluster.claimWakeup(sessionId, dueAt) } : {}),
+      ...(clusterStore && nodeId ? { claim: (sessionId: string, dueAt: number) => clusterStore.claimWakeup(sessionId, dueAt, nodeId) } : {}),
       deliver: async (sessionId, message) => {
         await sessions.send(sessionId, message, { meta: { source: "wakeup" } });
       },
     }),
   );
+  // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
+  const clusterMethods = clusterStore && nodeId ? resources.get("remoteMethods", () => new ClusterRemoteMethods({ events, clock, store: clusterStore, nodeId, log })) : null;
+  const remoteMethods: RemoteMethodService = clusterMethods ?? resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  const toolServices = (sessions: SessionManager): ToolServices => {
+    const multiAgent = resources.get("multiAgent", () => {
+      const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(clusterStore ? { ranElsewhere: (result: RunResult) => cluster?.ranElsewhere(result) ?? false } : {}) });
+      // Several nodes: the node that runs a target answers its async messages, whoever sent them.
+      if (clusterStore) service.delivery.adoptForeignMessages();
+      return service;
+    });
+    return { llm, wakeups, remoteMethods, selfAddress, ...options.toolServices, extensions: new Map([[MULTI_AGENT_SERVICE, multiAgent]]) };
+  };
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks });
+  const services = sessions.services;
+  const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
+  const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}) }) : null;
+  if (cluster) sessions.setRunGate(cluster);
+
   sessions.onClose((id) => wakeups.closed(id));
   // A dead node's schedules move with its sessions.
   cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
-  const remoteMethods = resources.get("remoteMethods", () => {
-    if (!cluster || !isClusterStore(store)) return new RemoteMethodService({ events, clock });
-    // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
-    const methods = new ClusterRemoteMethods({ events, clock, store, nodeId: cluster.nodeId, log });
-    cluster.attachRemoteMethods(methods);
-    return methods;
-  });
   sessions.onClose((id) => void remoteMethods.cancelSession(id));
   const streamTokens = new StreamTokens(clock);
-  const multiAgent = resources.get("multiAgent", () => {
-    const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(cluster ? { ranElsewhere: (result: RunResult) => cluster.ranElsewhere(result) } : {}) });
-    // Several nodes: the node that runs a target answers its async messages, whoever sent them.
-    if (cluster) service.delivery.adoptForeignMessages();
-    return service;
-  });
   // Sub-agents live no longer than their parent: closing a session closes its descendants.
   sessions.onClose(async (parentId) => {
     for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
   });
-  Object.assign(services, { wakeups, remoteMethods, multiAgent } satisfies ToolServices);
 
   let started: Promise<void> | null = null;
   const runtime: Runtime = {
@@ -180,6 +186,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     streamTokens,
     multiAgent,
     services,
+    selfAddress,
     agents,
     start() {
       if (mode === "oneshot") return Promise.resolve();

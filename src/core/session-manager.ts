@@ -20,6 +20,7 @@ import { executeRun, type RunHost, type RunInbox } from "./run.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
+import type { ToolServices } from "../tools/services.js";
 
 export type { RunObserver } from "./recorder.js";
 export type { RunGate } from "./cluster/run-gate.js";
@@ -41,9 +42,12 @@ export class SessionManager {
 
   private readonly setup: RunSetupDeps;
   private readonly runHost: RunHost;
+  /** What tools reach through ctx.services (built from this manager, once). */
+  readonly services: ToolServices;
 
   constructor(private readonly deps: SessionManagerDeps) {
-    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+    this.services = Object.freeze(deps.services(this));
+    this.setup = { ...deps, services: this.services, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
     this.runHost = this.createRunHost();
   }
 

@@ -17,6 +17,15 @@ export interface ClusterNodeDeps {
   log: Logger;
   /** settings.cluster.leaseSeconds */
   leaseSeconds: number;
+  /** This node's id (newNodeId()), known before the node so the services built first can use it. */
+  nodeId: string;
+  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
+  remoteMethods?: ClusterRemoteMethods;
+}
+
+/** A node id unique across the machines of a cluster and the restarts of a process. */
+export function newNodeId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
 }
 
 const EVENT_PAGE = 1000;
@@ -35,7 +44,7 @@ interface RemoteWaiter {
  * events other nodes stored to the local bus so every node's SSE sees every session.
  */
 export class ClusterNode implements RunGate {
-  readonly nodeId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  readonly nodeId: string;
   private readonly held = new Map<string, Lease>();
   private readonly waiters = new Map<string, RemoteWaiter[]>();
   private subscription: SignalSubscription | null = null;
@@ -51,11 +60,13 @@ export class ClusterNode implements RunGate {
   private readonly relay: ControlRelay;
   /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
   private readonly remoteResults = new WeakSet<RunResult>();
-  private remoteMethods: ClusterRemoteMethods | null = null;
+  private readonly remoteMethods: ClusterRemoteMethods | undefined;
   private readonly fences: RunFences;
   private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
+    this.nodeId = deps.nodeId;
+    this.remoteMethods = deps.remoteMethods;
     deps.events.trackOwnGseqs();
     this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
     this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
@@ -79,11 +90,6 @@ export class ClusterNode implements RunGate {
 
   private get ttlMs(): number {
     return Math.max(1, this.deps.leaseSeconds) * 1000;
-  }
-
-  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
-  attachRemoteMethods(methods: ClusterRemoteMethods): void {
-    this.remoteMethods = methods;
   }
 
   /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */

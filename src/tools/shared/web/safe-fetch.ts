@@ -41,7 +41,7 @@ export function fetchLimits(settings: Settings): FetchLimits {
 
 /** Fetch options from a tool context: allowHosts, limits, self port, signal, clock. */
 export function fetchOptionsFromContext(ctx: ToolContext, extraAllowHosts: readonly string[] = []): SafeFetchOptions {
-  const self = ctx.services.selfAddress;
+  const self = ctx.services.selfAddress?.get();
   return {
     ...fetchLimits(ctx.settings),
     allowHosts: [...(ctx.settings.webFetch?.allowHosts ?? []), ...extraAllowHosts],
