@@ -86,6 +86,8 @@ export interface Runtime {
   remoteMethods: RemoteMethodService;
   streamTokens: StreamTokens;
   multiAgent: MultiAgentService;
+  /** Lifecycle hooks (PreToolUse… ); `veil mcp` runs its calls through them too. */
+  hooks: HookRunner;
   /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
   /** The server's address, set once it listens (web_fetch refuses it). */
@@ -185,6 +187,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     remoteMethods,
     streamTokens,
     multiAgent,
+    hooks,
     services,
     selfAddress,
     agents,

@@ -94,7 +94,7 @@ module.exports = async function execute({ text, _settings, _modelKey, _emitToolC
     writeTool(dir, { name: "ask_ui", timeout: 130, body: "return JSON.stringify(await input._remoteMethodExecution({ method: 'user-dialog', data: { q: input.q } }));", properties: { q: { type: "string" } } });
     writeTool(dir, { name: "ask_ui_safe", timeout: 130, body: "try { await input._remoteMethodExecution({ method: 'x', data: {} }); return 'answered'; } catch (err) { return 'no UI: ' + err.message; }" });
 
-    source = createCustomToolSource({ config: h.context().config, log: memoryLogger(), resources: h.runtimeResources, maxOldSpaceMb: 64 });
+    source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources, maxOldSpaceMb: 64 });
     tools = new Map((await source.discover(builtinDefaultAgent())).map((t) => [t.name, t]));
   }, 180_000);
   afterAll(async () => {
