@@ -19,6 +19,7 @@ import { createSession } from "./session-create.js";
 import { executeRun, type RunHost, type RunInbox } from "./run.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
+import type { Store } from "../store/store.js";
 import type { ToolServices } from "../tools/services.js";
 
 export type { RunObserver } from "./recorder.js";
@@ -95,9 +96,16 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const writer = this.writer(id);
-    const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
-    return live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
+    // Cluster: an idle session's compaction writes through a fence of its own, like a run.
+    const fence = this.gate ? await this.gate.openRun(id) : undefined;
+    if (this.gate && !fence) throw new VeilError("LEASE_LOST", `session "${id}" is held by another node`);
+    try {
+      const writer = this.writer(id, fence?.store);
+      const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
+      return await live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
+    } finally {
+      fence?.close();
+    }
   }
 
   /**
@@ -339,8 +347,8 @@ export class SessionManager {
   }
 
   /** The writer of a session outside any run (control actions, recovery, the SessionStart hook). */
-  private writer(id: string): SessionWriter {
-    const { store, events, ids, clock } = this.deps;
+  private writer(id: string, store: Store = this.deps.store): SessionWriter {
+    const { events, ids, clock } = this.deps;
     return new SessionWriter({ sessionId: id, store, events, ids, now: () => clock.now() });
   }
 

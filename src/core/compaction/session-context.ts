@@ -2,7 +2,7 @@ import type { VeilEventBody } from "../../base/events.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { Logger } from "../../base/log.js";
 import type { TokenUsage } from "../../base/usage.js";
-import { errorMessage, VeilError } from "../../errors.js";
+import { errorMessage, isVeilError, VeilError } from "../../errors.js";
 import type { LlmClient, LlmError, LlmMessage } from "../../llm/types.js";
 import type { MessageRow, Store } from "../../store/store.js";
 import type { Attachment } from "../../tools/types.js";
@@ -227,6 +227,8 @@ export class SessionContext {
       summarizerWindow: turn.summarizerWindow,
       overflowMessage,
     });
+    // The session moved to another node while the summarizer ran (its spend was refused): nothing more is written here.
+    if (isVeilError(result.summaryError) && result.summaryError.code === "LEASE_LOST") throw result.summaryError;
     if (result.summaryError !== undefined) {
       this.deps.log.warn("compaction: the summarizer failed; only old tool outputs were pruned", { sessionId: this.deps.sessionId, error: errorMessage(result.summaryError) });
     }
