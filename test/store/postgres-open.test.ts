@@ -58,10 +58,11 @@ async function loadsPg(script: string): Promise<boolean> {
 }
 const PG_LOADED = `
 import { createRequire } from "node:module";
+import { present } from "../helpers/requirements.js";
 const cache = createRequire(import.meta.url).cache;
 console.log(Object.keys(cache).some((f) => f.includes("/node_modules/pg/")) ? "pg loaded" : "pg absent");`;
 
-describe.skipIf(!existsSync(join(REPO, "dist/src/store/open.js")))("openStore (built output)", () => {
+describe.skipIf(!present("the build (dist/src/store/open.js)", existsSync(join(REPO, "dist/src/store/open.js"))))("openStore (built output)", () => {
   it("opens SQLite without loading any of pg", async () => {
     workspaceWith();
     const script = `
