@@ -9,6 +9,7 @@ import { MULTI_AGENT_SERVICE, MultiAgentService } from "./core/agents/service.js
 import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode, newNodeId } from "./core/cluster/node.js";
 import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
+import { DeltaRelayBus } from "./core/cluster/delta-relay.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -108,7 +109,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
   const store = options.store ?? (await openStore(config, { log }));
-  const bus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
+  const clusterStore = mode === "serve" && isClusterStore(store) ? store : null;
+  const nodeId = clusterStore ? newNodeId() : null;
+  const localBus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  // A cluster node's bus also carries its live deltas to the other nodes (and theirs to it).
+  const deltas = clusterStore && nodeId ? new DeltaRelayBus(localBus, { store: clusterStore, nodeId, log }) : null;
+  const bus: EventBus = deltas ?? localBus;
   const events = new EventLog({ store, bus, clock, log });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
   const claudeCli = createClaudeCliEngine({ config });
@@ -121,9 +128,6 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
-  // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
-  const clusterStore = mode === "serve" && isClusterStore(store) ? store : null;
-  const nodeId = clusterStore ? newNodeId() : null;
   const selfAddress = new SelfAddress();
 
   const wakeups = resources.get("wakeups", () =>
@@ -153,7 +157,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
-  const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}) }) : null;
+  const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) }) : null;
   if (cluster) sessions.setRunGate(cluster);
 
   sessions.onClose((id) => wakeups.closed(id));
@@ -214,6 +218,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       // Runs end their claude processes; this catches any a crashed run left.
       await claudeCli.shutdown();
       await events.flush();
+      await deltas?.flush();
       await resources.dispose();
       await store.close();
     },

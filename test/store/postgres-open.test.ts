@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { present } from "../helpers/requirements.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const run = promisify(execFile);
@@ -58,7 +59,6 @@ async function loadsPg(script: string): Promise<boolean> {
 }
 const PG_LOADED = `
 import { createRequire } from "node:module";
-import { present } from "../helpers/requirements.js";
 const cache = createRequire(import.meta.url).cache;
 console.log(Object.keys(cache).some((f) => f.includes("/node_modules/pg/")) ? "pg loaded" : "pg absent");`;
 

@@ -9,6 +9,7 @@ import type { RunGate, SessionManager } from "../session-manager.js";
 import { ControlRelay, decodeAnswer } from "./control.js";
 import type { ClusterRemoteMethods } from "./remote-methods.js";
 import { RunFences, type RunFence } from "./fencing.js";
+import type { DeltaRelayBus } from "./delta-relay.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -21,6 +22,8 @@ export interface ClusterNodeDeps {
   nodeId: string;
   /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
   remoteMethods?: ClusterRemoteMethods;
+  /** The node's bus, which hands the other nodes' live deltas to this node's subscribers. */
+  deltas?: DeltaRelayBus;
 }
 
 /** A node id unique across the machines of a cluster and the restarts of a process. */
@@ -218,6 +221,7 @@ export class ClusterNode implements RunGate {
     else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
       void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
     }
+    else if (signal.kind === "deltas") this.deps.deltas?.deliverRemote(signal.nodeId, signal.deltas);
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
