@@ -17,7 +17,7 @@ const LATENCY_SAMPLES = 200;
 const HELD_LEASES = 1000;
 
 /**
- * Several `veil serve` nodes (CONTRACT §14): chats per second through real server
+ * Several `veil serve` nodes: chats per second through real server
  * processes and the fake model at zero latency (one SQLite node is the baseline), an
  * event published on node A until B's SSE client has it, a node's heartbeat with many
  * sessions held, and the loop's per-step cost on PostgreSQL (fenced writes) vs SQLite.

@@ -1,6 +1,6 @@
 /**
  * The one catalogue of error codes. HTTP maps a code to its status; tools render
- * a code as the manual's `Error: CODE — message` string (see tools/format.ts).
+ * a code as the `Error: CODE — message` string tools answer with (see tools/format.ts).
  */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
@@ -25,7 +25,7 @@ export const ERROR_STATUS = {
   LEASE_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
-  /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
+  /** The prompt stays over the model's context window even after compaction. */
   CONTEXT_OVERFLOW: 400,
   HOOK_BLOCKED: 400,
   BUDGET_EXCEEDED: 429,

@@ -37,7 +37,7 @@ import { createProjectInstructions } from "./core/instructions/project.js";
 /**
  * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
  * wake-up and resumes queued messages. `oneshot` (`veil run`) serves one session of its
- * own and touches no other session's timers, inbox or replies (CONTRACT §10).
+ * own and touches no other session's timers, inbox or replies.
  */
 export type RuntimeMode = "serve" | "oneshot";
 
@@ -109,7 +109,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
   const store = options.store ?? (await openStore(config, { log }));
-  // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
+  // Several serve nodes on one PostgreSQL: leases decide which node runs a session.
   const clusterStore = mode === "serve" && isClusterStore(store) ? store : null;
   const nodeId = clusterStore ? newNodeId() : null;
   const localBus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
@@ -142,7 +142,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       },
     }),
   );
-  // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
+  // Several nodes: pending methods are rows every node lists and answers.
   const clusterMethods = clusterStore && nodeId ? resources.get("remoteMethods", () => new ClusterRemoteMethods({ events, clock, store: clusterStore, nodeId, log })) : null;
   const remoteMethods: RemoteMethodService = clusterMethods ?? resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
   const toolServices = (sessions: SessionManager): ToolServices => {

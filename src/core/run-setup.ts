@@ -54,7 +54,7 @@ export interface PreparedRun {
   /** The model's view of the rows (compaction applied), without the system prompt. */
   history: LlmMessage[];
   systemPrompt: string;
-  /** What compaction needs of this turn (CONTRACT §11). */
+  /** What compaction needs of this turn. */
   context: ContextTurn;
   /** Re-read before every model call so update-session budget changes apply at once. */
   budget(): Promise<Budget>;

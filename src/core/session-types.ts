@@ -17,7 +17,7 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   engines: readonly Engine[];
   /** For the summarizer of compactions. */
   llm: LlmClient;
-  /** Lifecycle hooks (CONTRACT §15); absent: none. */
+  /** Lifecycle hooks; absent: none. */
   hooks?: HookRunner;
 }
 

@@ -10,7 +10,7 @@ import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js
 import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
 
-/** CONTRACT §10: a tool running past this gets a `tool.progress` at least this often. */
+/** A tool running past this gets a `tool.progress` at least this often. */
 export const PROGRESS_INTERVAL_MS = 5000;
 
 export interface ToolExecutorDeps {
@@ -21,7 +21,7 @@ export interface ToolExecutorDeps {
   signal: AbortSignal;
   /** Builds the context for one call; the signal is the run's (plus the tool's timeout). */
   makeContext(call: ToolCallRequest, signal: AbortSignal): ToolContext;
-  /** PreToolUse / PostToolUse (CONTRACT §15); absent or without such hooks: no cost. */
+  /** PreToolUse / PostToolUse; absent or without such hooks: no cost. */
   hooks?: HookRunner;
   sessionId?: string;
   /** Adds to a finished call's result what its tool's reach calls for (a folder's AGENTS.md). */

@@ -82,7 +82,7 @@ export interface RunRequest {
   /** Session usage before the run (for the token budget). */
   usageBefore: TokenUsage;
   maxOutputTokens?: number;
-  /** The session's compaction threshold (agent over settings, CONTRACT §11), for engines that compact on their own. */
+  /** The session's compaction threshold (agent over settings), for engines that compact on their own. */
   compactThreshold?: number;
   signal: AbortSignal;
   /** What the engine saved for this session last time (e.g. an SDK conversation id). */
@@ -106,7 +106,7 @@ export interface RunIO {
   stopRequested(): StopReason | null;
   saveEngineState(state: Record<string, unknown>): Promise<void>;
   /**
-   * Context compaction (CONTRACT §11), owned by the runtime: the messages of the next model
+   * Context compaction, owned by the runtime: the messages of the next model
    * call, system prompt first, rebuilt from the session's stored history (latest summary,
    * pruned tool outputs) after the messages nextInputs() delivered. It compacts first when
    * due: the last call's context at or over the threshold, or a manual request waiting for
@@ -128,7 +128,7 @@ export interface RunIO {
   /**
    * The run is about to end naturally (a final answer with finish reason "stop"; never on
    * cancel, error or a budget). True: the runtime queued a new user message (a Stop hook's
-   * continuation, CONTRACT §15): deliver it with nextInputs() and go on in the same run.
+   * continuation): deliver it with nextInputs() and go on in the same run.
    * Absent when nothing listens.
    */
   runEnding?(): Promise<boolean>;

@@ -2,7 +2,7 @@ import type { VeilEventBody } from "../base/events.js";
 import type { NewStoredEvent, Store, StoredEvent } from "./store.js";
 
 /**
- * What several `veil serve` nodes on one database need from the store (CONTRACT §14),
+ * What several `veil serve` nodes on one database need from the store,
  * beside the plain Store. PostgreSQL implements it (store/postgres); SQLite does not, and
  * a runtime on SQLite stays a single node. Time in leases is the database's clock, so
  * nodes with skewed clocks still agree on who holds what.

@@ -34,7 +34,7 @@ function veilRun(prompt: string): Promise<{ code: number | null; stdout: string;
   });
 }
 
-describe.skipIf(!present(`the build (${MAIN})`, existsSync(MAIN)))("veil run touches no session but its own (CONTRACT §10)", () => {
+describe.skipIf(!present(`the build (${MAIN})`, existsSync(MAIN)))("veil run touches no session but its own", () => {
   it("leaves another session's overdue wake-up, queued inbox message and interrupted run alone", async () => {
     mkdirSync(join(ws.root, ".veil"), { recursive: true });
     const store = SqliteStore.open(join(ws.root, ".veil", "veil.db"));

@@ -7,7 +7,7 @@ import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 import { present } from "../helpers/requirements.js";
 
 /**
- * Crash validity (CONTRACT §10): a real `veil serve` is killed with SIGKILL at chosen
+ * Crash validity (every tool call answered, nothing acknowledged lost): a real `veil serve` is killed with SIGKILL at chosen
  * points; a new one on the same workspace must hand the model a history where every
  * assistant tool_call has exactly one result, in call order, and the next chat works.
  */

@@ -74,7 +74,7 @@ export class MultiAgentService {
     );
   }
 
-  /** The manual's get-state fields, in its order. */
+  /** agent_control get-state's fields, in the order it prints them. */
   async stateFields(target: SessionRow, callerId: string): Promise<[string, string | number | boolean | null][]> {
     const fresh = (await this.deps.store.getSession(target.id)) ?? target;
     const counters = await countersSince(this.deps.store, fresh, callerId);

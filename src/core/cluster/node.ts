@@ -41,7 +41,7 @@ interface RemoteWaiter {
 }
 
 /**
- * One `veil serve` node among several on one PostgreSQL (CONTRACT §14). It holds leases on
+ * One `veil serve` node among several on one PostgreSQL. It holds leases on
  * the sessions it runs (renewed by a heartbeat, released at shutdown), takes over sessions
  * whose owner's lease expired, wakes the owner's run on the `inbox` signal, and relays
  * events other nodes stored to the local bus so every node's SSE sees every session.

@@ -64,7 +64,7 @@ export interface ContextWriter {
 const RETRY_GROWTH = 0.05;
 
 /**
- * The model's context of one session (CONTRACT §11), kept beside the runs: the stored rows
+ * The model's context of one session, kept beside the runs: the stored rows
  * (mirrored as the recorder writes them), the compaction state, and the provider's last
  * count. It answers the engine's modelContext() / modelCallFailed() hooks, compacting
  * when the threshold is reached, on an overflow and on request, and stores what a

@@ -325,7 +325,7 @@ export class ClaudeTurn {
     this.openQuery(this.options(), this.sent);
   }
 
-  /** CONTRACT §11: context_size of the last call at or above autoThreshold of the model's window. */
+  /** The context_size of the last call at or above autoThreshold of the model's window. */
   private needsCompaction(): boolean {
     if (this.compacting || this.lastContext === 0) return false;
     return this.lastContext >= this.threshold() * this.deps.model.context_window;

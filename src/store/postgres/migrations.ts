@@ -130,7 +130,7 @@ CREATE INDEX audit_kind ON audit (kind);
 `;
 
 /*
- * The durable event log (CONTRACT §10). gseq comes from the one-row counter, not a
+ * The durable event log. gseq comes from the one-row counter, not a
  * sequence: bumping the counter holds its row lock until the appending transaction
  * commits, so appends commit in gseq order and a reader that has seen gseq N has seen
  * every event below N (a sequence hands out numbers that may commit out of order, and a

@@ -36,7 +36,7 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_parent ON sessions (parent_session_id);
 CREATE INDEX sessions_status ON sessions (status);
--- agent_spawn: an instance_name is unique under its parent (manual: VALIDATION_ERROR when reused).
+-- agent_spawn: an instance_name is unique under its parent (reusing one is a VALIDATION_ERROR).
 CREATE UNIQUE INDEX sessions_parent_instance ON sessions (parent_session_id, instance_name)
   WHERE parent_session_id IS NOT NULL AND instance_name IS NOT NULL;
 
@@ -125,7 +125,7 @@ CREATE INDEX audit_session ON audit (session_id);
 CREATE INDEX audit_kind ON audit (kind);
 `;
 
-/** The durable event log (CONTRACT §10); gseq is the rowid, so it only grows. */
+/** The durable event log; gseq is the rowid, so it only grows. */
 const EVENT_LOG = `
 CREATE TABLE events (
   gseq INTEGER PRIMARY KEY AUTOINCREMENT,

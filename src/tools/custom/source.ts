@@ -35,7 +35,7 @@ export interface FolderToolSource extends CustomToolSource {
 }
 
 const POOL_KEY = "custom-tools.pool";
-/** Remote-method default (manual): 120 s. */
+/** How long a remote method waits for its result unless the tool says otherwise: 120 s. */
 const REMOTE_DEFAULT_TIMEOUT_MS = 120_000;
 
 /**

@@ -76,7 +76,7 @@ describe("web_fetch text mode", () => {
     expect((await harness.call(webFetch, { url: server.url("/gz") })).output).toBe("compressed hello");
   });
 
-  it("paginates at 50000 chars with the manual's header and footers, serving later pages from the cache", async () => {
+  it("paginates at 50000 chars with web_fetch's page header and footers, serving later pages from the cache", async () => {
     await withLoopback();
     const before = requestsTo("/big");
     const first = await harness.call(webFetch, { url: server.url("/big") });

@@ -78,7 +78,7 @@ export interface FetchedResponse {
   redirects: number;
 }
 
-/** The manual's refusal: FETCH_BLOCKED with the reason. */
+/** A refused fetch: FETCH_BLOCKED with the reason, for the model to read. */
 function blocked(reason: string): ToolError {
   return new ToolError("FETCH_BLOCKED", reason, { details: { reason } });
 }
