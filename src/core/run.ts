@@ -1,6 +1,6 @@
 import { fairTurn } from "../base/fair-turns.js";
 import { VeilError } from "../errors.js";
-import type { RunIO, RunResult } from "../engines/types.js";
+import type { RunEvent, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { SessionRow } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
@@ -94,6 +94,8 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   return result;
 }
 
+const TOOL_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["tool_started", "tool_state", "tool_progress", "tool_finished"]);
+
 interface RunScope {
   id: string;
   live: LiveSession;
@@ -126,7 +128,8 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
     runIO(host, scope, turn),
   );
   for await (const event of stream) {
-    await fairTurn();
+    // Runs take turns between steps; a tool call's own events are one step's, and go on at once.
+    if (!TOOL_EVENTS.has(event.type)) await fairTurn();
     await scope.recorder.apply(event);
   }
 }
