@@ -26,6 +26,13 @@ module.exports = {
       from: { path },
       to: { path: LAYERS.slice(i + 1).map(([, p]) => p).join("|") },
     })),
+    {
+      name: "store-drivers-apart",
+      comment: "each driver has its own dialect; what they share (row converters, the migration runner) lives in src/store/",
+      severity: "error",
+      from: { path: "^src/store/(sqlite|postgres)/" },
+      to: { path: "^src/store/(sqlite|postgres)/", pathNot: "^src/store/$1/" },
+    },
     { name: "no-circular", severity: "error", from: { path: "^src/" }, to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } }, comment: "value imports never form a cycle (type-only cycles are erased at build)" },
   ],
   options: {

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MULTI_AGENT_SERVICE, type MultiAgentService } from "../src/core/agents/service.js";
+import type { MultiAgentService } from "../src/core/agents/service.js";
 import { memoryLogger } from "../src/base/log.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../test/helpers/fake-llm.js";
@@ -27,7 +27,7 @@ async function setup(llm: FakeLlm): Promise<{ runtime: Runtime; service: MultiAg
     log: memoryLogger(),
     reloadAgents: false,
   });
-  const service = runtime.services[MULTI_AGENT_SERVICE] as MultiAgentService;
+  const service: MultiAgentService = runtime.multiAgent;
   return {
     runtime,
     service,

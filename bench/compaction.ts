@@ -127,8 +127,8 @@ async function sessionTable(): Promise<BenchResult[]> {
 async function contextPerStep(): Promise<BenchResult[]> {
   const rows = toolHeavyHistory(250, 1500).rows.slice(0, 500) as unknown as MessageRow[];
   const untouched = new Proxy({}, { get: () => { throw new Error("not used under the threshold"); } });
-  const context = new SessionContext({ sessionId: "s", store: untouched as never, events: untouched as never, ids: untouched as never, log: untouched as never, llm: untouched as never, spend: async () => {} });
-  context.begin({ systemPrompt: SYSTEM, modelKey: "m", contextWindow: 1_000_000, settings: { autoThreshold: 0.8, keepRecentTokens: 20_000, summarizerModel: "m" } }, rows, 0);
+  const context = new SessionContext({ sessionId: "s", ids: untouched as never, log: untouched as never, llm: untouched as never });
+  context.begin({ systemPrompt: SYSTEM, modelKey: "m", contextWindow: 1_000_000, settings: { autoThreshold: 0.8, keepRecentTokens: 20_000, summarizerModel: "m" } }, rows, 0, untouched as never);
   await context.modelContext();
   context.noteUsage({ prompt_tokens: 400_000, completion_tokens: 50, total_tokens: 400_050, cached_tokens: 0, cache_creation_tokens: 0, reasoning_tokens: 0 });
   const samples: number[] = [];

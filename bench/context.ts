@@ -7,6 +7,8 @@ import { memoryLogger } from "../src/base/log.js";
 import type { Resources } from "../src/core/resources.js";
 import type { Store } from "../src/store/store.js";
 import type { ToolContext } from "../src/tools/types.js";
+import { SessionWriter } from "../src/core/session-writer.js";
+import { buildToolContext, type ToolTurn } from "../src/core/tool-context.js";
 
 /** A config for a bench workspace: default agent, defaults plus `settings`. */
 export function benchConfig(workspace: string, settings: Partial<Settings> = {}): VeilConfig {
@@ -23,25 +25,23 @@ export function benchConfig(workspace: string, settings: Partial<Settings> = {})
 
 /** A ToolContext for calling a built-in tool directly in a benchmark. */
 export function benchToolContext(config: VeilConfig, store: Store, runtime: Resources, session: Resources): ToolContext {
-  return {
+  const turn: ToolTurn = {
     sessionId: "bench",
     agent: builtinDefaultAgent(),
     mode: "chat",
-    workspace: config.paths.workspace,
-    config,
+    paths: config.paths,
     settings: config.settings,
     modelKey: "bench/model",
     model: defaultModelInfo(),
-    toolCallId: "call_bench",
-    store,
     clock: systemClock,
-    ids: randomIds,
-    signal: new AbortController().signal,
-    emitChunk: () => undefined,
-    emit: async () => undefined,
     session,
     runtime,
     services: {},
     log: memoryLogger(),
   };
+  // Events go nowhere in a benchmark; the side tables are the real store's.
+  const events = { publish: async () => ({}) as never };
+  const writer = new SessionWriter({ sessionId: "bench", store, events, ids: randomIds, now: () => Date.now() });
+  const call = { id: "call_bench", name: "bench" };
+  return buildToolContext(turn, call, new AbortController().signal, writer.toolWrites(call));
 }

@@ -49,7 +49,7 @@ export async function run(): Promise<BenchResult[]> {
     const ctx = benchToolContext(benchConfig(join(root, "ws"), { webFetch: { allowHosts: ["127.0.0.1"] } }), store, runtime, session);
     await store.createSession({ id: ctx.sessionId, agent: ctx.agent.name, mode: "chat" });
     const searchAfterWrite: number[] = [];
-    const memoryFile = join(ctx.config.paths.memoryDir, "agents", ctx.agent.name, "MEMORY.md");
+    const memoryFile = join(ctx.paths.memoryDir, "agents", ctx.agent.name, "MEMORY.md");
     writeMemory(memoryFile);
 
     // memory_search: first call builds the index; later calls reuse it (file unchanged).

@@ -120,7 +120,7 @@ async function discoveryTimes(root: string): Promise<BenchResult[]> {
   const warm: number[] = [];
   for (let i = 0; i < DISCOVERY_RUNS; i++) {
     const resources = new Resources();
-    const source = createCustomToolSource({ config, log: memoryLogger(), resources, services: {}, warmProcesses: 0 });
+    const source = createCustomToolSource({ config, log: memoryLogger(), resources, warmProcesses: 0 });
     let t = performance.now();
     await source.discover(agent);
     cold.push(performance.now() - t);
@@ -144,7 +144,7 @@ async function callOverhead(root: string): Promise<BenchResult[]> {
   const resources = new Resources();
   const session = new Resources();
   try {
-    const source = createCustomToolSource({ config, log: memoryLogger(), resources, services: {} });
+    const source = createCustomToolSource({ config, log: memoryLogger(), resources });
     const [tool] = await source.discover(builtinDefaultAgent());
     const ctx = benchToolContext(config, store, resources, session);
     const inProcess = async (input: { message: string }) => String(input.message).toUpperCase();

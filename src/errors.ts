@@ -1,7 +1,7 @@
 /**
  * The one catalogue of error codes and the one table of their HTTP statuses: every answer
  * of the server takes its status from here (one status per code). Tools render a code as
- * the manual's `Error: CODE — message` string (see tools/format.ts).
+ * the `Error: CODE — message` string tools answer with (see tools/format.ts).
  */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
@@ -26,7 +26,7 @@ export const ERROR_STATUS = {
   LEASE_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
-  /** The prompt stays over the model's context window even after compaction (CONTRACT §11). */
+  /** The prompt stays over the model's context window even after compaction. */
   CONTEXT_OVERFLOW: 400,
   HOOK_BLOCKED: 400,
   /** A budget (cost, key spend) is used up: 402 over HTTP, whatever the budget. */

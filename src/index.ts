@@ -1,6 +1,6 @@
 /**
  * The `veilcli` package: what custom tools and embedders import
- * (`require('veilcli')` works from a tool folder, CONTRACT §8). HTTP clients import
+ * (`require('veilcli')` works from a tool folder). HTTP clients import
  * `veilcli/client` instead, which carries no server code.
  */
 import type { VeilEvent } from "./base/events.js";

@@ -5,10 +5,11 @@ import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
 import { createLogger, type Logger } from "./base/log.js";
-import { MultiAgentService } from "./core/agents/service.js";
+import { MULTI_AGENT_SERVICE, MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
-import { ClusterNode } from "./core/cluster/node.js";
+import { ClusterNode, newNodeId } from "./core/cluster/node.js";
 import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
+import { DeltaRelayBus } from "./core/cluster/delta-relay.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -26,7 +27,7 @@ import type { Store } from "./store/store.js";
 import { openStore } from "./store/open.js";
 import { isClusterStore } from "./store/cluster.js";
 import { combineToolSources, type CustomToolSource } from "./tools/registry.js";
-import type { ToolServices } from "./tools/services.js";
+import { extensionOf, SelfAddress, type ToolServices } from "./tools/services.js";
 import type { RegisteredTool } from "./tools/types.js";
 import { createCustomToolSource } from "./tools/custom/source.js";
 import { createLazyMcpToolSource } from "./tools/mcp/lazy-source.js";
@@ -36,7 +37,7 @@ import { createProjectInstructions } from "./core/instructions/project.js";
 /**
  * `serve` runs the whole service: at start it recovers cut runs, re-arms every stored
  * wake-up and resumes queued messages. `oneshot` (`veil run`) serves one session of its
- * own and touches no other session's timers, inbox or replies (CONTRACT §10).
+ * own and touches no other session's timers, inbox or replies.
  */
 export type RuntimeMode = "serve" | "oneshot";
 
@@ -62,6 +63,8 @@ export interface RuntimeOptions {
   builtins?: RegisteredTool[];
   /** Re-read agent folders per session (default true) so new agents need no restart. */
   reloadAgents?: boolean;
+  /** Knobs for tools (shell isolation and environment, the rg binary), for tests and embedders. */
+  toolServices?: Pick<ToolServices, "shell" | "ripgrepPath">;
 }
 
 export interface Runtime {
@@ -84,8 +87,12 @@ export interface Runtime {
   remoteMethods: RemoteMethodService;
   streamTokens: StreamTokens;
   multiAgent: MultiAgentService;
-  /** What tools reach through ctx.services. */
+  /** Lifecycle hooks (PreToolUse… ); `veil mcp` runs its calls through them too. */
+  hooks: HookRunner;
+  /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
+  /** The server's address, set once it listens (web_fetch refuses it). */
+  selfAddress: SelfAddress;
   agents(): Record<string, AgentConfig>;
   /** Background work of a serving runtime, in the order it must happen (idempotent). */
   start(): Promise<void>;
@@ -102,25 +109,26 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
   const store = options.store ?? (await openStore(config, { log }));
-  const bus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  // Several serve nodes on one PostgreSQL: leases decide which node runs a session.
+  const clusterStore = mode === "serve" && isClusterStore(store) ? store : null;
+  const nodeId = clusterStore ? newNodeId() : null;
+  const localBus = options.bus ?? new InProcessEventBus({ onHandlerError: (error) => log.warn("event handler failed", { error: String(error) }) });
+  // A cluster node's bus also carries its live deltas to the other nodes (and theirs to it).
+  const deltas = clusterStore && nodeId ? new DeltaRelayBus(localBus, { store: clusterStore, nodeId, log }) : null;
+  const bus: EventBus = deltas ?? localBus;
   const events = new EventLog({ store, bus, clock, log });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
   const claudeCli = createClaudeCliEngine({ config });
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();
-  const services: ToolServices = { llm };
   const customTools =
-    options.customTools ??
-    combineToolSources([createCustomToolSource({ config, log, resources, services }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
+    options.customTools ?? combineToolSources([createCustomToolSource({ config, log, resources }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
   const agents = agentReader(config, log, options.reloadAgents !== false);
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services, agents, engines, llm, hooks });
-  // Several serve nodes on one PostgreSQL: leases decide which node runs a session (CONTRACT §14).
-  const cluster = mode === "serve" && isClusterStore(store) ? new ClusterNode({ store, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds }) : null;
-  if (cluster) sessions.setRunGate(cluster);
+  const selfAddress = new SelfAddress();
 
   const wakeups = resources.get("wakeups", () =>
     new WakeupService({
@@ -128,36 +136,40 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock,
       log,
       minLoopSeconds: () => config.settings.wakeup?.minLoopSeconds ?? 10,
-      ...(cluster ? { claim: (sessionId: string, dueAt: number) => cluster.claimWakeup(sessionId, dueAt) } : {}),
+      ...(clusterStore && nodeId ? { claim: (sessionId: string, dueAt: number) => clusterStore.claimWakeup(sessionId, dueAt, nodeId) } : {}),
       deliver: async (sessionId, message) => {
         await sessions.send(sessionId, message, { meta: { source: "wakeup" } });
       },
     }),
   );
+  // Several nodes: pending methods are rows every node lists and answers.
+  const clusterMethods = clusterStore && nodeId ? resources.get("remoteMethods", () => new ClusterRemoteMethods({ events, clock, store: clusterStore, nodeId, log })) : null;
+  const remoteMethods: RemoteMethodService = clusterMethods ?? resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  const toolServices = (sessions: SessionManager): ToolServices => {
+    const multiAgent = resources.get("multiAgent", () => {
+      const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(clusterStore ? { ranElsewhere: (result: RunResult) => cluster?.ranElsewhere(result) ?? false } : {}) });
+      // Several nodes: the node that runs a target answers its async messages, whoever sent them.
+      if (clusterStore) service.delivery.adoptForeignMessages();
+      return service;
+    });
+    return { llm, wakeups, remoteMethods, selfAddress, ...options.toolServices, extensions: new Map([[MULTI_AGENT_SERVICE, multiAgent]]) };
+  };
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks });
+  const services = sessions.services;
+  const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
+  const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) }) : null;
+  if (cluster) sessions.setRunGate(cluster);
+
   sessions.onClose((id) => wakeups.closed(id));
   // A dead node's schedules move with its sessions.
   cluster?.onTakeOver((id) => wakeups.adopt(id));
   sessions.onResume((id) => wakeups.resumed(id));
-  const remoteMethods = resources.get("remoteMethods", () => {
-    if (!cluster || !isClusterStore(store)) return new RemoteMethodService({ events, clock });
-    // Several nodes: pending methods are rows every node lists and answers (CONTRACT §14).
-    const methods = new ClusterRemoteMethods({ events, clock, store, nodeId: cluster.nodeId, log });
-    cluster.attachRemoteMethods(methods);
-    return methods;
-  });
   sessions.onClose((id) => void remoteMethods.cancelSession(id));
   const streamTokens = new StreamTokens(clock);
-  const multiAgent = resources.get("multiAgent", () => {
-    const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(cluster ? { ranElsewhere: (result: RunResult) => cluster.ranElsewhere(result) } : {}) });
-    // Several nodes: the node that runs a target answers its async messages, whoever sent them.
-    if (cluster) service.delivery.adoptForeignMessages();
-    return service;
-  });
   // Sub-agents live no longer than their parent: closing a session closes its descendants.
   sessions.onClose(async (parentId) => {
     for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
   });
-  Object.assign(services, { wakeups, remoteMethods, multiAgent } satisfies ToolServices);
 
   let started: Promise<void> | null = null;
   const runtime: Runtime = {
@@ -179,7 +191,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     remoteMethods,
     streamTokens,
     multiAgent,
+    hooks,
     services,
+    selfAddress,
     agents,
     start() {
       if (mode === "oneshot") return Promise.resolve();
@@ -204,6 +218,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       // Runs end their claude processes; this catches any a crashed run left.
       await claudeCli.shutdown();
       await events.flush();
+      await deltas?.flush();
       await resources.dispose();
       await store.close();
     },

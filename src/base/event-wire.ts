@@ -1,7 +1,7 @@
 import type { VeilEvent, VeilEventBody } from "./events.js";
 
 /**
- * The wire JSON of an event (CONTRACT §6: flat, `type` and routing fields first) is made
+ * The wire JSON of an event (flat, `type` and routing fields first) is made
  * once per event from its payload text, which is also what the event log stores. Every
  * SSE client and every replay then reuses the same string: no per-client JSON work.
  */

@@ -1,8 +1,8 @@
 import type { SessionStatus, TokenUsage } from "./usage.js";
 
 /**
- * The one event union: emitted by the loop and tools, streamed as SSE (flat JSON,
- * CONTRACT §6), and later rendered by the dashboard. Add new kinds here only.
+ * The one event union: emitted by the loop and tools, streamed as SSE (flat JSON: `type`
+ * and the routing fields beside the payload's own), and later rendered by the dashboard. Add new kinds here only.
  */
 export type VeilEventBody =
   | {
@@ -18,13 +18,13 @@ export type VeilEventBody =
       thinking_content?: string | null;
       tool_calls?: { id: string; name: string; arguments: string }[];
     }
-  /** Streamed assistant text (Veil addition; the manual bundles text into chat.message). */
+  /** Streamed assistant text (live only: the chat.message that follows carries the whole text). */
   | { type: "chat.chunk"; content: string }
   | { type: "thinking.chunk"; content: string }
   | { type: "inference.tool"; name: string; toolCallId: string }
   | { type: "tool.start"; toolName: string; toolCallId: string; toolInput: unknown }
   | { type: "tool.chunk"; toolName: string; toolCallId: string; chunk: string }
-  /** At least every 5 s while a tool runs past 5 s; `toolUseId` equals `toolCallId` (the manual's name). `elapsed` in seconds. */
+  /** At least every 5 s while a tool runs past 5 s; `toolUseId` equals `toolCallId` (the older name, kept for clients that read it). `elapsed` in seconds. */
   | { type: "tool.progress"; toolName: string; toolCallId: string; toolUseId: string; elapsed: number }
   | {
       type: "tool.end";
@@ -51,10 +51,10 @@ export type VeilEventBody =
       cost_usd?: number;
       error?: { code: string; message: string };
     }
-  /** The history was compacted (CONTRACT §11); `summaryMessageId` is null when no summary was made. */
+  /** The history was compacted; `summaryMessageId` is null when no summary was made. */
   | { type: "session.compacted"; reason: "auto" | "manual" | "overflow"; tokensBefore: number; tokensAfter: number; summaryMessageId: string | null }
   | { type: "todo.updated"; todos: unknown[] }
-  /** One hook command ran (CONTRACT §15). exitCode is null when it was killed at its timeout or could not start. */
+  /** One hook command ran. exitCode is null when it was killed at its timeout or could not start. */
   | { type: "hook.run"; event: string; command: string; exitCode: number | null; durationMs: number; blocked: boolean; timedOut?: boolean }
   | { type: "method.pending"; id: string; method: string; data: unknown; createdAt: string }
   | { type: "method.done"; id: string; timedOut: boolean };

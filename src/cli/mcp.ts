@@ -3,13 +3,15 @@ import type { Readable, Writable } from "node:stream";
 import { createLogger } from "../base/log.js";
 import type { AgentConfig } from "../config/types.js";
 import { Resources } from "../core/resources.js";
-import { errorMessage } from "../errors.js";
 import { modelInfo, pickModelKey } from "../llm/models.js";
 import { createRuntime, type Runtime } from "../runtime.js";
-import { formatThrown, formatToolError } from "../tools/format.js";
-import { normaliseOutcome } from "../tools/outcome.js";
+import { ExternalToolCalls } from "../core/external-calls.js";
+import { SessionWriter } from "../core/session-writer.js";
+import { buildToolContext, type ToolTurn } from "../core/tool-context.js";
+import { formatToolError } from "../tools/format.js";
 import { isToolAllowed, modeConfig } from "../tools/permissions.js";
-import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js";
+import { SessionToolset } from "../tools/registry.js";
+import type { RegisteredTool, ToolOutcome } from "../tools/types.js";
 import { VERSION } from "../version.js";
 import type { CliIo } from "./run.js";
 
@@ -74,6 +76,7 @@ async function serveTools(runtime: Runtime, agent: AgentConfig, stdio: McpStdio)
   const tools = new Map(runtime.builtins.filter((t) => !TIER_TOOLS.has(t.name) && isToolAllowed(mode, t.name)).map((t) => [t.name, t]));
   const session = await runtime.sessions.create({ agent: agent.name, mode: MODE });
   const sessionResources = new Resources();
+  const calls = await externalCalls(runtime, agent, session.id, sessionResources, [...tools.values()]);
   const server = new Server({ name: "veil", version: VERSION }, { capabilities: { tools: {} } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -85,11 +88,13 @@ async function serveTools(runtime: Runtime, agent: AgentConfig, stdio: McpStdio)
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = tools.get(request.params.name);
-    const outcome = tool
-      ? await runTool(tool, (request.params.arguments ?? {}) as Record<string, unknown>, extra.signal, (signal) => toolContext(runtime, agent, session.id, sessionResources, tool.name, signal))
-      : { output: formatToolError(runtime.builtins.some((t) => t.name === request.params.name) ? "PERMISSION_DENIED" : "TOOL_NOT_FOUND", `tool "${request.params.name}" is not served to agent "${agent.name}"`), isError: true };
-    return toMcpResult(outcome);
+    const name = request.params.name;
+    if (!tools.has(name)) {
+      const code = runtime.builtins.some((t) => t.name === name) ? "PERMISSION_DENIED" : "TOOL_NOT_FOUND";
+      return toMcpResult({ output: formatToolError(code, `tool "${name}" is not served to agent "${agent.name}"`), isError: true });
+    }
+    const result = await calls.call(name, (request.params.arguments ?? {}) as Record<string, unknown>, extra.signal);
+    return toMcpResult({ output: result.output, attachments: result.attachments, isError: !result.success });
   });
 
   const transport = new StdioServerTransport(stdio.stdin, stdio.stdout);
@@ -106,45 +111,39 @@ async function serveTools(runtime: Runtime, agent: AgentConfig, stdio: McpStdio)
   await runtime.sessions.close(session.id).catch(() => undefined);
 }
 
-/** Validate → execute with the tool's watchdog and the client's cancel → the outcome; never throws. */
-async function runTool(tool: RegisteredTool, input: Record<string, unknown>, clientSignal: AbortSignal, makeContext: (signal: AbortSignal) => ToolContext): Promise<ToolOutcome> {
-  const problem = tool.validate(input);
-  if (problem) return { output: formatToolError("VALIDATION_ERROR", problem), isError: true };
-  const signal = tool.timeoutMs ? AbortSignal.any([clientSignal, AbortSignal.timeout(tool.timeoutMs)]) : clientSignal;
-  try {
-    return normaliseOutcome(await tool.execute(input, makeContext(signal)));
-  } catch (error) {
-    if (signal.aborted && !clientSignal.aborted) return { output: formatToolError("TOOL_TIMEOUT", `tool "${tool.name}" did not finish within ${tool.timeoutMs} ms and was stopped`), isError: true };
-    return { output: formatThrown(error).text || errorMessage(error), isError: true };
-  }
-}
-
-/** The context a run would give the tool (see core/run-setup.ts), for the `veil mcp` session. */
-function toolContext(runtime: Runtime, agent: AgentConfig, sessionId: string, sessionResources: Resources, toolName: string, signal: AbortSignal): ToolContext {
-  const { config, events } = runtime;
+/**
+ * The `veil mcp` session's calls go through the run's tool-call path (core/external-calls.ts):
+ * its hooks, stored states, progress events and abort grace, and a context built the one way
+ * a run builds it.
+ */
+async function externalCalls(runtime: Runtime, agent: AgentConfig, sessionId: string, sessionResources: Resources, tools: RegisteredTool[]): Promise<ExternalToolCalls> {
+  const { config } = runtime;
   const modelKey = modelKeyOf(agent, runtime);
-  const toolCallId = runtime.ids.next("call");
-  return {
+  const writer = new SessionWriter({ sessionId, store: runtime.store, events: runtime.events, ids: runtime.ids, now: () => runtime.clock.now() });
+  const toolset = await SessionToolset.create({ builtins: tools, custom: [], agent, mode: MODE, sessionId, store: runtime.store, log: runtime.log });
+  const turn: ToolTurn = {
     sessionId,
     agent,
     mode: MODE,
-    workspace: config.paths.workspace,
-    config,
+    paths: config.paths,
     settings: config.settings,
     modelKey,
     model: modelInfo(modelKey, config.models),
-    toolCallId,
-    store: runtime.store,
     clock: runtime.clock,
-    ids: runtime.ids,
-    signal,
-    emitChunk: (chunk) => void events.publish(sessionId, { type: "tool.chunk", toolName, toolCallId, chunk }),
-    emit: async (body) => void (await events.publish(sessionId, body)),
     session: sessionResources,
     runtime: runtime.resources,
     services: runtime.services,
     log: runtime.log,
   };
+  return new ExternalToolCalls({
+    writer,
+    toolset,
+    makeContext: (call, signal) => buildToolContext(turn, call, signal, writer.toolWrites(call)),
+    clock: runtime.clock,
+    log: runtime.log,
+    hooks: runtime.hooks,
+    newCallId: () => runtime.ids.next("call"),
+  });
 }
 
 /** The agent's model for tools that ask (agent_spawn…); `veil mcp` itself needs none, so "" when unset. */

@@ -20,7 +20,7 @@ export function defaultSettings(): Settings {
   };
 }
 
-/** CONTRACT §11: compact at 80 % of the window, keep the newest 20,000 tokens whole. */
+/** Compact at 80 % of the window, keep the newest 20,000 tokens whole. */
 export function defaultCompaction(): CompactionSettings {
   return { autoThreshold: 0.8, keepRecentTokens: 20_000 };
 }

@@ -13,7 +13,7 @@ export interface ProviderConfig {
   /** Per-request timeout before the first byte, ms. default: 120000 */
   timeoutMs?: number;
   /**
-   * How reasoning goes on the wire (CONTRACT §11). default: "openrouter" when the base URL's
+   * How reasoning goes on the wire. default: "openrouter" when the base URL's
    * host ends in openrouter.ai, else "openai" (see llm/openai-compatible/reasoning.ts).
    */
   reasoning?: ReasoningStyle;
@@ -37,12 +37,12 @@ export interface Budget {
 export type ReasoningEffort = "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
 
 export interface ReasoningConfig {
-  /** "xhigh" is accepted beyond CONTRACT §11's five (OpenAI and OpenRouter know it). */
+  /** "xhigh" is accepted beyond the five common efforts none…high (OpenAI and OpenRouter know it). */
   effort?: ReasoningEffort;
   max_tokens?: number;
 }
 
-/** Context compaction (CONTRACT §11); agent.json `compaction` overrides key by key. */
+/** Context compaction; agent.json `compaction` overrides key by key. */
 export interface CompactionSettings {
   /** Fraction of the model's context_window at which the history is compacted, in (0, 1]. default: 0.8 */
   autoThreshold: number;
@@ -61,13 +61,13 @@ export interface RetrySettings {
   maxDelayMs: number;
 }
 
-/** Where sessions, messages and events live (CONTRACT §14). */
+/** Where sessions, messages and events live. */
 export type StoreSettings =
   /** The embedded default: `<workspace>/.veil/veil.db`. */
   | { type: "sqlite" }
   /** A PostgreSQL database shared by every node of a service. */
   | { type: "postgres"; url: string };
-/** settings.claudeCli: the claude-cli engine (`cc/…` model keys, CONTRACT §12). */
+/** settings.claudeCli: the claude-cli engine (`cc/…` model keys). */
 export interface ClaudeCliSettings {
   /** Becomes the SDK's ANTHROPIC_BASE_URL. default: the SDK's own (Anthropic's API) */
   baseUrl?: string;
@@ -124,7 +124,7 @@ export interface Settings {
    * discovered, so one bad entry breaks only its own server.
    */
   mcpServers?: Record<string, McpServerConfig>;
-  /** Lifecycle hooks, Claude Code's shape (CONTRACT §15). */
+  /** Lifecycle hooks, Claude Code's shape. */
   hooks?: HooksSettings;
   /** default: { type: "sqlite" }; env VEIL_DATABASE_URL selects postgres with that URL. */
   store: StoreSettings;

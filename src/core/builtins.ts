@@ -4,7 +4,7 @@ import { agentControl } from "./agents/tools/agent-control.js";
 import { agentMessage } from "./agents/tools/agent-message.js";
 import { agentSpawn } from "./agents/tools/agent-spawn.js";
 
-/** The manual's 24 built-in tools, in its order. */
+/** The 24 built-in tools, in their documented order. */
 export function allBuiltinTools(): RegisteredTool[] {
   return builtinTools([agentSpawn, agentMessage, agentControl]);
 }

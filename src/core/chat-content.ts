@@ -4,7 +4,7 @@ import { modelInfo, pickModelKey } from "../llm/models.js";
 import type { ContentPart } from "../llm/types.js";
 import type { SessionRow } from "../store/store.js";
 
-/** One OpenAI content part a chat message may carry (CONTRACT §17). */
+/** One OpenAI content part a chat message may carry. */
 export type ChatPart =
   | { type: "text"; text: string }
   | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" } };

@@ -24,7 +24,7 @@ export interface ReplayedEvent {
 export const REPLAY_PAGE = 1000;
 
 /**
- * The one way events leave the runtime (CONTRACT §10): each event of a session gets its
+ * The one way events leave the runtime: each event of a session gets its
  * next per-session `seq`, is stored (streaming deltas excepted), and only then is handed
  * to the bus. Events published in one tick are written in one transaction. `seq` comes
  * from the store the first time a session publishes in this process, so it never repeats

@@ -5,7 +5,7 @@ import type { Logger } from "../base/log.js";
 import type { HookCommand, HookEventName, HooksSettings } from "../config/types.js";
 import { VeilError } from "../errors.js";
 
-/** CONTRACT §15: a hook past its timeout is killed and counts as exit 0. */
+/** A hook past its timeout is killed and counts as exit 0. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
 /** Stop hooks may continue a run at most this many times in a row. */
 export const MAX_STOP_CONTINUATIONS = 3;
@@ -43,7 +43,7 @@ interface HookRun {
 }
 
 /**
- * Runs the user's lifecycle hooks (Claude Code's shape, CONTRACT §15): each
+ * Runs the user's lifecycle hooks (Claude Code's shape): each
  * matching command gets the event as JSON on stdin, runs with `sh -c` in the
  * workspace, and may block by exiting 2 or printing
  * `{"decision":"block","reason":…}`. Never throws after construction: a hook

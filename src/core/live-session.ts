@@ -1,4 +1,3 @@
-import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { Logger } from "../base/log.js";
 import type { TokenUsage } from "../base/usage.js";
@@ -7,7 +6,6 @@ import type { RunResult, StopReason } from "../engines/types.js";
 import { costOf } from "../llm/cost.js";
 import { modelInfo } from "../llm/models.js";
 import type { LlmClient } from "../llm/types.js";
-import type { Store } from "../store/store.js";
 import { SessionContext } from "./compaction/session-context.js";
 import type { RunRecorder } from "./recorder.js";
 import { Resources } from "./resources.js";
@@ -15,8 +13,7 @@ import { InboxWatch } from "./inbox-watch.js";
 import { forgetNestedInstructions } from "./instructions/nested.js";
 import type { Clock } from "../base/clock.js";
 
-/** The session state an engine saved between turns (e.g. the Claude SDK's conversation id). */
-export const ENGINE_STATE_KEY = "engineState";
+export { ENGINE_STATE_KEY } from "./session-writer.js";
 
 export interface ActiveRun {
   controller: AbortController;
@@ -30,8 +27,6 @@ export interface LiveSession {
   run: ActiveRun | null;
   /** The model's context across runs (compaction). */
   context: SessionContext;
-  /** The running turn's recorder (a summarizer's spend is the turn's cost too). */
-  recorder: RunRecorder | null;
   /** Undelivered inbox items known to this process, with their waiters. */
   pending: Map<string, { resolve: (r: RunResult) => void; perCall: { model?: string } }>;
   /** Waiters for messages drained into the current run. */
@@ -42,9 +37,6 @@ export interface LiveSession {
 }
 
 export interface LiveSessionDeps {
-  config: { models: Record<string, ModelInfo> };
-  store: Store;
-  events: EventSink;
   ids: IdGenerator;
   log: Logger;
   llm: LlmClient;
@@ -57,35 +49,24 @@ export function priceOf(models: Record<string, ModelInfo>, usage: TokenUsage, mo
 }
 
 export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSession {
-  const { store, events, ids, log, llm } = deps;
-  const live: LiveSession = {
-    resources: new Resources(),
+  const { ids, log, llm } = deps;
+  const resources = new Resources();
+  return {
+    resources,
     run: null,
-    recorder: null,
     pending: new Map(),
     consumed: [],
     inbox: new InboxWatch(deps.clock),
     closing: false,
     context: new SessionContext({
       sessionId: id,
-      store,
-      events,
       ids,
       log,
       llm,
-      spend: async (usage, model, contextSize) => {
-        if (live.recorder) return live.recorder.addSpend(usage, model, contextSize);
-        await store.addTokenUsage(id, usage, contextSize, priceOf(deps.config.models, usage, model) ?? 0);
-      },
-      compacted: async () => {
-        // An engine that keeps its own conversation starts again from the compacted history.
-        await store.setSessionMeta(id, ENGINE_STATE_KEY, null);
-        // The results that carried nested AGENTS.md files may be gone: they are given again.
-        await forgetNestedInstructions(live.resources, store, id);
-      },
+      // The results that carried nested AGENTS.md files may be gone: they are given again.
+      afterCompaction: (store) => forgetNestedInstructions(resources, store, id),
     }),
   };
-  return live;
 }
 
 /**
@@ -101,6 +82,5 @@ export async function settleRunContext(id: string, live: LiveSession, recorder: 
     log.warn("compaction at the end of the run failed", { sessionId: id, error: String(error) });
   } finally {
     live.context.end();
-    if (live.recorder === recorder) live.recorder = null;
   }
 }

@@ -1,12 +1,12 @@
-import type { EventSink } from "../base/events.js";
-import type { IdGenerator } from "../base/ids.js";
+import type { Logger } from "../base/log.js";
 import { ZERO_USAGE, type TokenUsage } from "../base/usage.js";
 import type { RunEvent, RunResult, StopReason, ToolCallResult } from "../engines/types.js";
 import { addUsage, contextSize } from "../engines/stop-conditions.js";
-import type { AssistantMessage, ToolCallRequest } from "../llm/types.js";
-import type { MessageRow, StepSpend, Store, ToolCallState } from "../store/store.js";
-import { preview } from "../tools/format.js";
-import type { Attachment } from "../tools/types.js";
+import type { AssistantMessage } from "../llm/types.js";
+import type { InboxItem, MessageRow, NewMessage, StepSpend } from "../store/store.js";
+import type { Attachment, ToolWrites } from "../tools/types.js";
+import type { ContextWriter } from "./compaction/session-context.js";
+import type { SessionWriter } from "./session-writer.js";
 
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
 export interface RunObserver {
@@ -18,10 +18,8 @@ export interface RunObserver {
 }
 
 export interface RecorderDeps {
-  sessionId: string;
-  store: Store;
-  events: EventSink;
-  ids: IdGenerator;
+  /** The session's writer over the run's store (fenced on a cluster). */
+  writer: SessionWriter;
   observers(): readonly RunObserver[];
   /** USD for one call's usage at the price of the model that answered; null when it has none. */
   costOf?(usage: TokenUsage, model?: string): number | null;
@@ -30,10 +28,13 @@ export interface RecorderDeps {
 }
 
 /**
- * The one place a run touches the outside world: every engine event becomes its rows (an
- * assistant message with its tool calls in one transaction, each tool result as soon as its
- * call ends), its wire events (CONTRACT §6, through the event log) and observer calls.
- * It also keeps what the run's result needs, so engines never build one.
+ * The one writer of a run. Every engine event, tool calls included, comes in through
+ * apply() and becomes its rows (an assistant message with its tool calls in one
+ * transaction, each tool result as soon as its call ends), its wire events (through the
+ * event log) and observer calls; the run's other writes (its status, the inbox it drains,
+ * its end with chat.done, the placeholders of a cut run, compaction rows, what tools write
+ * of the session) go through the same writer and so the same store: the run's fenced store
+ * on a cluster. It also keeps what the run's result needs, so engines never build one.
  */
 export class RunRecorder {
   private usage: TokenUsage = { ...ZERO_USAGE };
@@ -48,20 +49,26 @@ export class RunRecorder {
    */
   private unstoredSpend: StepSpend | null = null;
 
-  constructor(private readonly deps: RecorderDeps) {}
+  private readonly writer: SessionWriter;
+  private readonly sessionId: string;
+
+  constructor(private readonly deps: RecorderDeps) {
+    this.writer = deps.writer;
+    this.sessionId = deps.writer.sessionId;
+  }
 
   async apply(event: RunEvent): Promise<void> {
-    const { sessionId, events } = this.deps;
+    const writer = this.writer;
     if (this.unstoredSpend && event.type !== "assistant_message" && !event.type.endsWith("_delta") && event.type !== "tool_call_started") await this.storeSpend();
     switch (event.type) {
       case "text_delta":
-        void events.publish(sessionId, { type: "chat.chunk", content: event.delta });
+        void writer.publish({ type: "chat.chunk", content: event.delta });
         return;
       case "thinking_delta":
-        void events.publish(sessionId, { type: "thinking.chunk", content: event.delta });
+        void writer.publish({ type: "thinking.chunk", content: event.delta });
         return;
       case "tool_call_started":
-        void events.publish(sessionId, { type: "inference.tool", name: event.name, toolCallId: event.id });
+        void writer.publish({ type: "inference.tool", name: event.name, toolCallId: event.id });
         return;
       case "model_usage":
         return this.addUsage(event.usage, event.model);
@@ -69,13 +76,18 @@ export class RunRecorder {
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
       case "tool_started":
-        return this.toolStarted(event.call, event.input);
+        void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: event.input });
+        return;
+      case "tool_state":
+        await writer.store.setToolCallState(event.callId, this.sessionId, event.state);
+        return;
       case "tool_progress":
-        return this.toolProgress(event.callId, event.name, event.elapsedMs);
+        await writer.publish({ type: "tool.progress", toolName: event.name, toolCallId: event.callId, toolUseId: event.callId, elapsed: Math.round(event.elapsedMs / 1000) });
+        return;
       case "tool_finished":
         return this.toolFinished(event.result, event.input);
       case "context_compacted":
-        await events.publish(sessionId, { type: "session.compacted", reason: event.reason, tokensBefore: event.tokensBefore, tokensAfter: event.tokensAfter, summaryMessageId: null });
+        await writer.publish({ type: "session.compacted", reason: event.reason, tokensBefore: event.tokensBefore, tokensAfter: event.tokensAfter, summaryMessageId: null });
         return;
       case "run_ended":
         this.ended = { stopReason: event.stopReason, ...(event.error ? { error: event.error } : {}) };
@@ -83,54 +95,87 @@ export class RunRecorder {
     }
   }
 
-  async toolState(callId: string, state: Extract<ToolCallState, "validating" | "executing">): Promise<void> {
-    await this.storeSpend();
-    await this.deps.store.setToolCallState(callId, this.deps.sessionId, state);
-  }
-
-  async toolStarted(call: ToolCallRequest, input: unknown): Promise<void> {
-    void this.deps.events.publish(this.deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: input });
-  }
-
-  async toolProgress(callId: string, name: string, elapsedMs: number): Promise<void> {
-    await this.deps.events.publish(this.deps.sessionId, { type: "tool.progress", toolName: name, toolCallId: callId, toolUseId: callId, elapsed: Math.round(elapsedMs / 1000) });
-  }
-
   /** The result row and the call's terminal state are written together, as soon as the call ends. */
-  async toolFinished(result: ToolCallResult, input: unknown): Promise<void> {
-    const { sessionId, store, events, ids } = this.deps;
+  private async toolFinished(result: ToolCallResult, input: unknown): Promise<void> {
     const { call } = result;
-    await this.storeSpend();
-    const row = await store.recordToolResult({
+    const sessionId = this.sessionId;
+    const row = await this.writer.store.recordToolResult({
       sessionId,
       callId: call.id,
       state: result.state,
-      message: { id: ids.next("msg"), session_id: sessionId, role: "tool", content: result.output, tool_call_id: call.id, meta: { toolName: call.name, success: result.success } },
+      message: { id: this.writer.deps.ids.next("msg"), session_id: sessionId, role: "tool", content: result.output, tool_call_id: call.id, meta: { toolName: call.name, success: result.success } },
     });
     this.deps.context?.addRow(row, result.attachments);
-    void events.publish(sessionId, {
-      type: "tool.end",
-      toolName: call.name,
-      toolCallId: call.id,
-      toolInput: input,
-      output: result.output,
-      outputPreview: preview(result.output),
-      success: result.success,
-      durationMs: result.durationMs,
-      details: result.details ?? null,
-    });
-    void events.publish(sessionId, { type: "chat.message", role: "tool", id: row.id, session_id: sessionId, content: row.content, tool_call_id: call.id, created_at: row.created_at });
+    this.writer.publishToolResult(row, { name: call.name, id: call.id, input, success: result.success, durationMs: result.durationMs, details: result.details });
   }
 
-  /** User rows a boundary moved from the inbox into the history. */
-  async drained(rows: MessageRow[]): Promise<void> {
-    const { sessionId, events } = this.deps;
+  /** The run starts: the session is running. */
+  async started(): Promise<void> {
+    await this.writer.setStatus("running", "run started");
+  }
+
+  /**
+   * Moves the session's inbox items into the history (in arrival order, in one transaction),
+   * publishes them and tells the observers. Returns the stored rows.
+   */
+  async deliverInbox(items: readonly InboxItem[], message: (item: InboxItem) => NewMessage): Promise<MessageRow[]> {
     await this.storeSpend();
+    if (items.length === 0) return [];
+    const rows = await this.writer.store.deliverInbox(
+      this.sessionId,
+      items.map((item) => ({ inboxId: item.id, message: message(item) })),
+    );
     for (const row of rows) {
       this.deps.context?.addRow(row);
-      void events.publish(sessionId, { type: "chat.message", role: "user", id: row.id, session_id: sessionId, content: row.content, created_at: row.created_at });
+      void this.writer.publish({ type: "chat.message", role: "user", id: row.id, session_id: this.sessionId, content: row.content, created_at: row.created_at });
     }
     if (rows.length > 0) for (const o of this.deps.observers()) o.onDrained?.(rows);
+    return rows;
+  }
+
+  /**
+   * The run ended: a cut run's open calls get their placeholders, the session goes back to
+   * idle (unless something else changed its status meanwhile, e.g. a suspend) and chat.done
+   * carries the result.
+   */
+  async finished(result: RunResult, options: { cut: boolean; log: Logger }): Promise<void> {
+    const { writer } = this;
+    try {
+      const session = await writer.store.getSession(this.sessionId);
+      if (session && session.status === "running") await writer.setStatus("idle", result.stopReason);
+    } catch (error) {
+      options.log.warn("could not set session idle", { sessionId: this.sessionId, error: String(error) });
+    }
+    if (options.cut) await writer.closeDanglingCalls().catch(() => 0);
+    await writer.publish({
+      type: "chat.done",
+      content: result.content,
+      finishReason: result.finishReason,
+      stopReason: result.stopReason,
+      tokenUsage: result.usage,
+      messageId: result.messageId,
+      ...(result.costUsd !== undefined ? { cost_usd: result.costUsd } : {}),
+      ...(result.error ? { error: result.error } : {}),
+    });
+  }
+
+  /** What one tool call of this run may write of the session (through the run's store). */
+  toolWrites(call: { id: string; name: string }): ToolWrites {
+    return this.writer.toolWrites(call);
+  }
+
+  /** Where this run's compactions store their rows and events, and count the summarizer's spend (this turn's cost too). */
+  contextWriter(): ContextWriter {
+    return { store: this.writer.store, publish: (body) => this.writer.publish(body), spend: (usage, model, size) => this.addSpend(usage, model, size), compacted: () => this.writer.saveEngineState(null) };
+  }
+
+  /** A Stop hook's continuation, for the run's next boundary. */
+  queueInput(content: string, meta: Record<string, unknown>): Promise<void> {
+    return this.writer.queueInput(content, meta);
+  }
+
+  saveEngineState(state: Record<string, unknown>): Promise<void> {
+    return this.writer.saveEngineState(state);
   }
 
   /** The run's result, from what the engine reported (an engine that stopped without saying why ended in error). */
@@ -156,7 +201,7 @@ export class RunRecorder {
   async addSpend(usage: TokenUsage, model: string, contextSize: number): Promise<void> {
     const cost = this.price(usage, model);
     await this.storeSpend();
-    await this.deps.store.addTokenUsage(this.deps.sessionId, usage, contextSize, cost);
+    await this.writer.store.addTokenUsage(this.sessionId, usage, contextSize, cost);
   }
 
   /** Stores a model call's usage that no assistant step took (the run ended without one). */
@@ -164,7 +209,7 @@ export class RunRecorder {
     const spend = this.unstoredSpend;
     if (!spend) return;
     this.unstoredSpend = null;
-    await this.deps.store.addTokenUsage(this.deps.sessionId, spend.usage, spend.contextSize, spend.costUsd);
+    await this.writer.store.addTokenUsage(this.sessionId, spend.usage, spend.contextSize, spend.costUsd);
   }
 
   private async addUsage(usage: TokenUsage, model?: string): Promise<void> {
@@ -185,18 +230,18 @@ export class RunRecorder {
   }
 
   private async assistant(message: AssistantMessage, finishReason: string, usage: TokenUsage, final: boolean): Promise<void> {
-    const { sessionId, store, events, ids } = this.deps;
+    const { sessionId, writer } = this;
     const calls = message.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
     const spend = this.unstoredSpend ?? undefined;
     this.unstoredSpend = null;
-    const row = await store.appendAssistantStep(
-      { id: ids.next("msg"), session_id: sessionId, role: "assistant", content: message.content, thinking: message.thinking, tool_calls: calls.length ? calls : null, finish_reason: finishReason, token_usage: usage },
+    const row = await writer.store.appendAssistantStep(
+      { id: writer.deps.ids.next("msg"), session_id: sessionId, role: "assistant", content: message.content, thinking: message.thinking, tool_calls: calls.length ? calls : null, finish_reason: finishReason, token_usage: usage },
       calls,
       spend,
     );
     this.last = { content: message.content, finishReason, messageId: row.id };
     this.deps.context?.addRow(row);
-    void events.publish(sessionId, {
+    void writer.publish({
       type: "chat.message",
       role: "assistant",
       id: row.id,

@@ -44,7 +44,7 @@ export interface RemoteMethodServiceDeps {
 }
 
 /**
- * In-memory registry of remote methods (manual: "Remote Method Execution").
+ * In-memory registry of remote methods (custom tools' `_remoteMethodExecution`).
  * A custom tool's `_remoteMethodExecution` registers a pending method and waits;
  * a UI sees `method.pending` (on GET /remote-methods and GET /events) and answers
  * with POST /remote-methods/:id/result. The first answer wins; every way a method

@@ -11,6 +11,8 @@ import type { Clock } from "../base/clock.js";
 import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
+import type { SessionWriter } from "./session-writer.js";
+import { buildToolContext, type ToolTurn } from "./tool-context.js";
 import type { Resources } from "./resources.js";
 import { resolveBudget } from "../engines/stop-conditions.js";
 import type { SkillSource } from "../tools/skills/source.js";
@@ -52,7 +54,7 @@ export interface PreparedRun {
   /** The model's view of the rows (compaction applied), without the system prompt. */
   history: LlmMessage[];
   systemPrompt: string;
-  /** What compaction needs of this turn (CONTRACT §11). */
+  /** What compaction needs of this turn. */
   context: ContextTurn;
   /** Re-read before every model call so update-session budget changes apply at once. */
   budget(): Promise<Budget>;
@@ -70,8 +72,9 @@ export async function prepareRun(
   session: SessionRow,
   perCall: { model?: string; reasoning?: ReasoningConfig },
   sessionResources: Resources,
+  writer: SessionWriter,
 ): Promise<PreparedRun> {
-  const { config, store, events, clock, ids, log } = deps;
+  const { config, store, clock, log } = deps;
   const id = session.id;
   const agent = deps.agents()[session.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
@@ -80,7 +83,8 @@ export async function prepareRun(
   const custom = await deps.customTools.discover(agent);
   const skills = deps.skills?.discover(agent).skills ?? [];
   const builtins = withSkillTool(deps.builtins, skills);
-  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store, log, skills });
+  // The toolset stores what the model activated through the run's writer (fenced on a cluster).
+  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store: writer.store, log, skills });
   if (deps.toolsUpFront?.(modelKey)) toolset.registerAllUpFront();
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);
@@ -89,6 +93,7 @@ export async function prepareRun(
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), instructions });
   const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, store, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
+  const toolTurn: ToolTurn = { sessionId: id, agent, mode: session.mode, paths: config.paths, settings: config.settings, modelKey, model, clock, session: sessionResources, runtime: deps.runtimeResources, services, log };
   const prepared: PreparedRun = {
     agent,
     modelKey,
@@ -104,27 +109,7 @@ export async function prepareRun(
       const fresh = await store.getSession(id);
       return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
     },
-    makeContext: (call, signal) => ({
-      sessionId: id,
-      agent,
-      mode: session.mode,
-      workspace: config.paths.workspace,
-      config,
-      settings: config.settings,
-      modelKey,
-      model,
-      toolCallId: call.id,
-      store,
-      clock,
-      ids,
-      signal,
-      emitChunk: (chunk) => void events.publish(id, { type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
-      emit: async (body) => void (await events.publish(id, body)),
-      session: sessionResources,
-      runtime: deps.runtimeResources,
-      services,
-      log,
-    }),
+    makeContext: (call, signal) => buildToolContext(toolTurn, call, signal, writer.toolWrites(call)),
   };
   toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
   return prepared;

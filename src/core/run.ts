@@ -1,13 +1,13 @@
 import { fairTurn } from "../base/fair-turns.js";
 import { VeilError } from "../errors.js";
-import type { RunIO, RunResult } from "../engines/types.js";
+import type { RunEvent, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
-import type { SessionRow, SessionStatus, Store } from "../store/store.js";
+import type { SessionRow } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
-import { closeDanglingToolCalls } from "./history.js";
 import { RunRecorder, type RunObserver } from "./recorder.js";
 import { prepareRun, type PreparedRun, type RunSetupDeps } from "./run-setup.js";
-import { runToolCall } from "./tool-calls.js";
+import { toolCallEvents } from "./tool-calls.js";
+import { SessionWriter } from "./session-writer.js";
 import { ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
 import { stopHook } from "./session-hooks.js";
 import type { RunFence } from "./cluster/fencing.js";
@@ -24,7 +24,7 @@ export interface RunInbox {
 
 /** What one run needs of the SessionManager that starts it. */
 export interface RunHost {
-  deps: SessionManagerDeps;
+  deps: Omit<SessionManagerDeps, "services">;
   setup: RunSetupDeps;
   /** The cluster's run gate, once set (null on a single node). */
   gate(): RunGate | null;
@@ -33,10 +33,9 @@ export interface RunHost {
   /** This session's observers, told when the run ends. */
   sessionObservers(id: string): Iterable<RunObserver>;
   getSession(id: string): Promise<SessionRow>;
-  setStatus(id: string, status: SessionStatus, reason: string, store: Store): Promise<SessionRow>;
   /** A run was about to start on a node that does not hold the session. */
   notOwner(id: string, live: LiveSession): void;
-  inbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store): RunInbox;
+  inbox(id: string, live: LiveSession, recorder: RunRecorder): RunInbox;
 }
 
 /** One run of a session, from its fence to chat.done; never throws. */
@@ -50,31 +49,28 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     return notOwnerResult(id);
   }
   fence?.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
-  const store = fence?.store ?? host.deps.store;
+  // Every write of the run goes through its recorder and this writer, over the fenced store.
+  const writer = new SessionWriter({ sessionId: id, store: fence?.store ?? host.deps.store, events: host.deps.events, ids: host.deps.ids, now: () => host.deps.clock.now() });
   let modelKey: string | undefined;
   const recorder = new RunRecorder({
-    sessionId: id,
-    store,
-    events: host.deps.events,
-    ids: host.deps.ids,
+    writer,
     observers: () => host.recorderObservers(id),
     costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? ""),
     context: live.context,
   });
-  live.recorder = recorder;
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
   live.inbox.arrived();
-  const inbox = host.inbox(id, live, recorder, store);
+  const inbox = host.inbox(id, live, recorder);
   let result: RunResult;
   try {
     // Many runs starting at once take turns with the sockets (see fair-turns.ts).
     await fairTurn();
     await live.context.quiet();
     const session = await host.getSession(id);
-    const turn = await prepareRun(host.setup, session, perCall, live.resources);
+    const turn = await prepareRun(host.setup, session, perCall, live.resources, writer);
     modelKey = turn.modelKey;
-    await host.setStatus(id, "running", "run started", store);
-    await streamEngine(host, { id, live, run, recorder, store, inbox }, session, turn);
+    await recorder.started();
+    await streamEngine(host, { id, live, run, recorder, inbox }, session, turn);
     result = recorder.result();
   } catch (error) {
     const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
@@ -94,24 +90,25 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // The summarizer's spend of that compaction is the turn's too.
   const spent = recorder.result().costUsd;
   if (spent !== undefined) result = { ...result, costUsd: spent };
-  await finishRun(host, id, live, run, result, store, fence);
+  await finishRun(host, id, live, run, result, recorder, fence);
   return result;
 }
+
+const TOOL_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["tool_started", "tool_state", "tool_progress", "tool_finished"]);
 
 interface RunScope {
   id: string;
   live: LiveSession;
   run: ActiveRun;
   recorder: RunRecorder;
-  store: Store;
   inbox: RunInbox;
 }
 
 /** Runs the session's engine over the prepared turn, every event through the recorder. */
 async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow, turn: PreparedRun): Promise<void> {
-  const { id, live, run, store } = scope;
+  const { id, live, run, recorder } = scope;
   const signal = run.controller.signal;
-  live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size);
+  live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size, recorder.contextWriter());
   const engine = selectEngine(host.deps.engines, turn.modelKey);
   const stream = engine.run(
     {
@@ -126,62 +123,48 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
       compactThreshold: turn.context.settings.autoThreshold,
       budget: turn.budget,
       signal,
-      engineState: (await store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
+      engineState: (await host.deps.store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
     },
     runIO(host, scope, turn),
   );
   for await (const event of stream) {
-    await fairTurn();
+    // Runs take turns between steps; a tool call's own events are one step's, and go on at once.
+    if (!TOOL_EVENTS.has(event.type)) await fairTurn();
     await scope.recorder.apply(event);
   }
 }
 
 /** How the engine reaches tools, the inbox, the store and the session's context during the run. */
-function runIO(host: RunHost, { id, live, run, recorder, store, inbox }: RunScope, turn: PreparedRun): RunIO {
-  const { clock, ids, log, hooks } = host.deps;
+function runIO(host: RunHost, { id, live, run, recorder, inbox }: RunScope, turn: PreparedRun): RunIO {
+  const { clock, log, hooks } = host.deps;
   const signal = run.controller.signal;
-  const executor = { toolset: turn.toolset, clock, log, recorder, signal, makeContext: turn.makeContext, hooks, sessionId: id, ...(turn.annotate ? { annotate: turn.annotate } : {}) };
+  const executor = { toolset: turn.toolset, clock, log, signal, makeContext: turn.makeContext, hooks, sessionId: id, ...(turn.annotate ? { annotate: turn.annotate } : {}) };
   return {
-    executeTool: (call) => runToolCall(call, executor),
+    executeTool: (call) => toolCallEvents(call, executor),
     nextInputs: inbox.nextInputs,
     hasPendingInput: inbox.hasPendingInput,
     stopRequested: () => run.stopRequest,
-    saveEngineState: (state) => store.setSessionMeta(id, ENGINE_STATE_KEY, state),
+    saveEngineState: (state) => recorder.saveEngineState(state),
     modelContext: () => live.context.modelContext(),
     modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
-    runEnding: stopHook({ hooks, store, ids, now: () => clock.now(), queued: () => live.inbox.arrived() }, id),
+    runEnding: stopHook(hooks, id, recorder, () => live.inbox.arrived()),
     clock,
     log,
   };
 }
 
 /** The session back to idle, chat.done published, and every waiter of the run answered. */
-async function finishRun(host: RunHost, id: string, live: LiveSession, run: ActiveRun, result: RunResult, store: Store, fence: RunFence | undefined): Promise<void> {
-  const { events, log } = host.deps;
-  fence?.close();
+async function finishRun(host: RunHost, id: string, live: LiveSession, run: ActiveRun, result: RunResult, recorder: RunRecorder, fence: RunFence | undefined): Promise<void> {
   if (fence?.lost) {
     // The session is another node's now: nothing more is written here, the waiters get the error.
+    fence.close();
     for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
     for (const resolve of live.consumed.splice(0)) resolve(result);
     return;
   }
-  try {
-    const session = await store.getSession(id);
-    if (session && session.status === "running") await host.setStatus(id, "idle", result.stopReason, store);
-  } catch (error) {
-    log.warn("could not set session idle", { sessionId: id, error: String(error) });
-  }
-  if (run.controller.signal.aborted) await closeDanglingToolCalls(store, id, host.deps.ids).catch(() => 0);
-  await events.publish(id, {
-    type: "chat.done",
-    content: result.content,
-    finishReason: result.finishReason,
-    stopReason: result.stopReason,
-    tokenUsage: result.usage,
-    messageId: result.messageId,
-    ...(result.costUsd !== undefined ? { cost_usd: result.costUsd } : {}),
-    ...(result.error ? { error: result.error } : {}),
-  });
+  // Still under the fence: the run's last writes (status, placeholders, chat.done) check its lease too.
+  await recorder.finished(result, { cut: run.controller.signal.aborted, log: host.deps.log });
+  fence?.close();
   for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
   const waiters = live.consumed.splice(0);
   for (const resolve of waiters) resolve(result);

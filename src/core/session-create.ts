@@ -2,13 +2,14 @@ import { VeilError } from "../errors.js";
 import type { NewSession, SessionRow } from "../store/store.js";
 import { modeConfig } from "../tools/permissions.js";
 import { recordSessionStart } from "./session-hooks.js";
+import type { SessionWriter } from "./session-writer.js";
 import type { CreateSessionInput, SessionManagerDeps } from "./session-types.js";
 
 /**
  * A new session of a known agent and enabled mode, within settings.limits.maxLiveSessions
  * (`liveHere`: the open sessions this process holds); its SessionStart hook recorded.
  */
-export async function createSession(deps: SessionManagerDeps, input: CreateSessionInput, liveHere: number): Promise<SessionRow> {
+export async function createSession(deps: Omit<SessionManagerDeps, "services">, input: CreateSessionInput, liveHere: number, writerFor: (sessionId: string) => SessionWriter): Promise<SessionRow> {
   const agents = deps.agents();
   const agent = agents[input.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
@@ -33,6 +34,6 @@ export async function createSession(deps: SessionManagerDeps, input: CreateSessi
     success_criteria: input.success_criteria ?? null,
   };
   const created = await deps.store.createSession(row);
-  await recordSessionStart(deps, created.id, "startup");
+  await recordSessionStart(deps.hooks, writerFor(created.id), "startup");
   return created;
 }

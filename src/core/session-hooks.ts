@@ -1,6 +1,6 @@
-import type { IdGenerator } from "../base/ids.js";
 import { VeilError } from "../errors.js";
-import type { Store } from "../store/store.js";
+import type { RunRecorder } from "./recorder.js";
+import type { SessionWriter } from "./session-writer.js";
 import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
 
@@ -28,23 +28,14 @@ export async function screenPrompt(hooks: HookRunner | undefined, sessionId: str
 
 /**
  * SessionStart: the hooks' context becomes a stored user row (a system reminder, meta
- * `{ source: "hook", hook: "SessionStart" }`) that every later model call sees in the history.
+ * `{ source: "hook", hook: "SessionStart" }`) that every later model call sees in the
+ * history, published like any row the session gets.
  */
-export async function recordSessionStart(
-  deps: { hooks?: HookRunner; store: Store; ids: IdGenerator },
-  sessionId: string,
-  source: "startup" | "resume",
-): Promise<void> {
-  if (!deps.hooks?.has("SessionStart")) return;
-  const { context } = await deps.hooks.sessionStart({ sessionId, source });
+export async function recordSessionStart(hooks: HookRunner | undefined, writer: Pick<SessionWriter, "sessionId" | "appendUserRow">, source: "startup" | "resume"): Promise<void> {
+  if (!hooks?.has("SessionStart")) return;
+  const { context } = await hooks.sessionStart({ sessionId: writer.sessionId, source });
   if (!context) return;
-  await deps.store.appendMessage({
-    id: deps.ids.next("msg"),
-    session_id: sessionId,
-    role: "user",
-    content: systemReminder(`SessionStart hook context (${source}):\n${context}`),
-    meta: hookMeta("SessionStart"),
-  });
+  await writer.appendUserRow(systemReminder(`SessionStart hook context (${source}):\n${context}`), hookMeta("SessionStart"));
 }
 
 /**
@@ -53,16 +44,18 @@ export async function recordSessionStart(
  * Undefined when no Stop hook is configured, so engines skip the call.
  */
 export function stopHook(
-  deps: { hooks?: HookRunner; store: Store; ids: IdGenerator; now(): number; /** The continuation is in the inbox. */ queued?(): void },
+  hooks: HookRunner | undefined,
   sessionId: string,
+  recorder: Pick<RunRecorder, "queueInput">,
+  /** The continuation is in the inbox. */
+  queued: () => void,
 ): (() => Promise<boolean>) | undefined {
-  const hooks = deps.hooks;
   if (!hooks?.has("Stop")) return undefined;
   return async () => {
     const { continueWith } = await hooks.stop({ sessionId });
     if (continueWith === undefined) return false;
-    await deps.store.addInbox({ id: deps.ids.next("msg"), session_id: sessionId, content: continueWith, meta: hookMeta("Stop"), created_at: new Date(deps.now()).toISOString() });
-    deps.queued?.();
+    await recorder.queueInput(continueWith, hookMeta("Stop"));
+    queued();
     return true;
   };
 }

@@ -6,13 +6,13 @@ import type { ControlAction } from "../store/cluster.js";
 import type { MessageRow, SessionRow, SessionStatus } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
-import { closeDanglingToolCalls } from "./history.js";
 import { runOptionsOf, withoutRunOptions, withRunOptions } from "./inbox-run-options.js";
 import type { RunObserver, RunRecorder } from "./recorder.js";
 import type { Resources } from "./resources.js";
 import { prepareRun, type RunSetupDeps } from "./run-setup.js";
 import type { CompactionOutcome } from "./compaction/session-context.js";
-import { createLiveSession, type ActiveRun, type LiveSession } from "./live-session.js";
+import { createLiveSession, priceOf, type ActiveRun, type LiveSession } from "./live-session.js";
+import { SessionWriter } from "./session-writer.js";
 import { recordSessionStart, screenPrompt } from "./session-hooks.js";
 import { handPendingToOwner, runHereOrAwaitOwner, type RunGate } from "./cluster/run-gate.js";
 import { createSession } from "./session-create.js";
@@ -21,6 +21,7 @@ import { executeRun, type RunHost, type RunInbox } from "./run.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
+import type { ToolServices } from "../tools/services.js";
 
 export type { RunObserver } from "./recorder.js";
 export type { RunGate } from "./cluster/run-gate.js";
@@ -42,9 +43,12 @@ export class SessionManager {
 
   private readonly setup: RunSetupDeps;
   private readonly runHost: RunHost;
+  /** What tools reach through ctx.services (built from this manager, once). */
+  readonly services: ToolServices;
 
   constructor(private readonly deps: SessionManagerDeps) {
-    this.setup = { ...deps, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
+    this.services = Object.freeze(deps.services(this));
+    this.setup = { ...deps, services: this.services, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
     this.runHost = this.createRunHost();
   }
 
@@ -59,7 +63,7 @@ export class SessionManager {
    * one-shot `veil run`s, a server's sessions before its restart) are rows, and cost nothing.
    */
   async create(input: CreateSessionInput): Promise<SessionRow> {
-    const row = await createSession(this.deps, input, this.live.size);
+    const row = await createSession(this.deps, input, this.live.size, (id) => this.writer(id));
     this.liveFor(row.id);
     return row;
   }
@@ -98,8 +102,16 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    const turn = await prepareRun(this.setup, session, {}, live.resources);
-    return live.context.compactNow(turn.context, turn.rows, session.context_size);
+    // Cluster: an idle session's compaction writes through a fence of its own, like a run.
+    const fence = this.gate ? await this.gate.openRun(id) : undefined;
+    if (this.gate && !fence) throw new VeilError("LEASE_LOST", `session "${id}" is held by another node`);
+    try {
+      const writer = this.writer(id, fence?.store);
+      const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
+      return await live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
+    } finally {
+      fence?.close();
+    }
   }
 
   /**
@@ -177,7 +189,7 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.run) await live.run.done;
     const row = await this.setStatus(id, "idle", "resumed");
-    await recordSessionStart(this.deps, id, "resume");
+    await recordSessionStart(this.deps.hooks, this.writer(id), "resume");
     for (const listener of this.resumeListeners) await listener(id);
     if (!live.run && (await this.deps.store.listInbox(id)).length > 0) this.startRun(id, {});
     return row;
@@ -262,12 +274,12 @@ export class SessionManager {
     }
   }
 
-  /** A run cut by a crash (here or on a dead node): placeholders for its open calls, session idle. */
+  /** A run cut by a crash (here or on a dead node): placeholders for its open calls (published), session idle. */
   async recoverRun(id: string): Promise<void> {
-    const { store, ids } = this.deps;
     if (this.live.get(id)?.run) return;
-    await closeDanglingToolCalls(store, id, ids);
-    if ((await store.getSession(id))?.status === "running") await store.updateSession(id, { status: "idle" });
+    const writer = this.writer(id);
+    await writer.closeDanglingCalls();
+    if ((await this.deps.store.getSession(id))?.status === "running") await writer.setStatus("idle", "recovered");
   }
 
   /** Starts runs for messages still waiting in the inbox (after recoverRuns; serve mode only). */
@@ -336,10 +348,14 @@ export class SessionManager {
     return live;
   }
 
-  private async setStatus(id: string, status: SessionStatus, reason: string, store: Store = this.deps.store): Promise<SessionRow> {
-    const row = await store.updateSession(id, { status });
-    await this.deps.events.publish(id, { type: "session.state", status, reason });
-    return row;
+  private setStatus(id: string, status: SessionStatus, reason: string): Promise<SessionRow> {
+    return this.writer(id).setStatus(status, reason);
+  }
+
+  /** The writer of a session outside any run (control actions, recovery, the SessionStart hook). */
+  private writer(id: string, store: Store = this.deps.store): SessionWriter {
+    const { events, ids, clock } = this.deps;
+    return new SessionWriter({ sessionId: id, store, events, ids, now: () => clock.now() });
   }
 
   /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
@@ -388,29 +404,25 @@ export class SessionManager {
       recorderObservers: (id) => this.observers.forRun(id),
       sessionObservers: (id) => this.observers.of(id),
       getSession: (id) => this.get(id),
-      setStatus: (id, status, reason, store) => this.setStatus(id, status, reason, store),
       notOwner: (id, live) => this.notOwner(id, live),
-      inbox: (id, live, recorder, store) => this.inboxIO(id, live, recorder, store),
+      inbox: (id, live, recorder) => this.inboxIO(id, live, recorder),
     };
   }
 
-  private inboxIO(id: string, live: LiveSession, recorder: RunRecorder, store: Store): RunInbox {
+  private inboxIO(id: string, live: LiveSession, recorder: RunRecorder): RunInbox {
     return {
-      nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder, store)),
+      nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
       hasPendingInput: () => live.pending.size > 0,
-      drainRest: () => this.drain(id, live, recorder, store),
+      drainRest: () => this.drain(id, live, recorder),
     };
   }
 
   /** Moves this session's inbox into the history, in arrival order, exactly once. */
-  private async drain(id: string, live: LiveSession, recorder: RunRecorder, store: Store): Promise<MessageRow[]> {
+  private async drain(id: string, live: LiveSession, recorder: RunRecorder): Promise<MessageRow[]> {
     if (!live.inbox.mustRead(live.pending.size)) return [];
-    const items = await store.listInbox(id);
+    const items = await this.deps.store.listInbox(id);
     if (items.length === 0) return [];
-    const rows = await store.deliverInbox(
-      id,
-      items.map((item) => ({ inboxId: item.id, message: { id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) } })),
-    );
+    const rows = await recorder.deliverInbox(items, (item) => ({ id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) }));
     for (const row of rows) {
       const waiter = live.pending.get(row.id);
       if (waiter) {
@@ -420,7 +432,6 @@ export class SessionManager {
         this.gate?.forgetRemoteResult(id, row.id);
       }
     }
-    await recorder.drained(rows);
     return rows;
   }
 }

@@ -2,14 +2,22 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
 import type { Engine, RunResult } from "../engines/types.js";
 import type { LlmClient } from "../llm/types.js";
 import type { HookRunner } from "./hooks.js";
+import type { ToolServices } from "../tools/services.js";
 import type { RunSetupDeps } from "./run-setup.js";
+import type { SessionManager } from "./session-manager.js";
 
-export interface SessionManagerDeps extends RunSetupDeps {
+export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
+  /**
+   * The services tools reach through ctx.services, built once, whole, in the manager's
+   * constructor and from the manager itself: some of them drive sessions (the multi-agent
+   * service sends to sub-agents, wake-ups deliver messages).
+   */
+  services(sessions: SessionManager): ToolServices;
   /** Engines by model key, first match wins (the native loop handles every key last). */
   engines: readonly Engine[];
   /** For the summarizer of compactions. */
   llm: LlmClient;
-  /** Lifecycle hooks (CONTRACT §15); absent: none. */
+  /** Lifecycle hooks; absent: none. */
   hooks?: HookRunner;
 }
 

@@ -1,7 +1,7 @@
 import type { Clock } from "../base/clock.js";
 import type { Logger } from "../base/log.js";
 import { errorMessage, isVeilError } from "../errors.js";
-import type { ToolCallResult } from "../engines/types.js";
+import type { RunEvent, ToolCallResult } from "../engines/types.js";
 import type { ToolCallRequest } from "../llm/types.js";
 import { formatThrown, formatToolError } from "../tools/format.js";
 import { normaliseOutcome } from "../tools/outcome.js";
@@ -9,21 +9,19 @@ import type { SessionToolset } from "../tools/registry.js";
 import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js";
 import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
-import type { RunRecorder } from "./recorder.js";
 
-/** CONTRACT §10: a tool running past this gets a `tool.progress` at least this often. */
+/** A tool running past this gets a `tool.progress` at least this often. */
 export const PROGRESS_INTERVAL_MS = 5000;
 
 export interface ToolExecutorDeps {
   toolset: SessionToolset;
   clock: Clock;
   log: Logger;
-  recorder: Pick<RunRecorder, "toolState" | "toolStarted" | "toolProgress" | "toolFinished">;
   /** The run's signal: cancel, suspend-now and close abort it. */
   signal: AbortSignal;
   /** Builds the context for one call; the signal is the run's (plus the tool's timeout). */
   makeContext(call: ToolCallRequest, signal: AbortSignal): ToolContext;
-  /** PreToolUse / PostToolUse (CONTRACT §15); absent or without such hooks: no cost. */
+  /** PreToolUse / PostToolUse; absent or without such hooks: no cost. */
   hooks?: HookRunner;
   sessionId?: string;
   /** Adds to a finished call's result what its tool's reach calls for (a folder's AGENTS.md). */
@@ -33,17 +31,22 @@ export interface ToolExecutorDeps {
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 
 /**
- * Runs one tool call through its persisted states:
- * pending → validating → executing → done | error | cancelled. Never throws.
- * "validating" is stored only when a PreToolUse hook is awaited between the checks and the
+ * Runs one tool call through its persisted states, reported as the run's events:
+ * tool_started, tool_state (validating, executing), tool_progress while it runs, and always
+ * last tool_finished (done | error | cancelled). The consumer (the engine, then the
+ * recorder) stores each event before asking for the next, so a state is stored before
+ * the step it announces happens. Never throws.
+ * "validating" is reported only when a PreToolUse hook is awaited between the checks and the
  * run; without one the checks are synchronous, so the first stored state is "executing"
  * (or the result's): one write less per call, and recovery treats pending and validating alike.
  */
-export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps): Promise<ToolCallResult> {
-  const { recorder, signal } = deps;
+export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorDeps): AsyncGenerator<RunEvent, void> {
+  const { signal } = deps;
   const started = deps.clock.monotonic();
-  const finish = async (state: ToolCallResult["state"], outcome: ToolOutcome, input: unknown): Promise<ToolCallResult> => {
-    const result: ToolCallResult = {
+  const finished = (state: ToolCallResult["state"], outcome: ToolOutcome, input: unknown): RunEvent => ({
+    type: "tool_finished",
+    input,
+    result: {
       call,
       output: outcome.output,
       attachments: outcome.attachments,
@@ -51,56 +54,66 @@ export async function runToolCall(call: ToolCallRequest, deps: ToolExecutorDeps)
       success: state === "done" && !outcome.isError,
       state,
       durationMs: Math.round(deps.clock.monotonic() - started),
-    };
-    await recorder.toolFinished(result, input);
-    return result;
-  };
+    },
+  });
 
   const parsed = parseArguments(call.arguments);
   const input = parsed.ok ? parsed.value : call.arguments;
-  await recorder.toolStarted(call, input);
+  yield { type: "tool_started", call, input };
   if (!parsed.ok) {
-    return finish("error", { output: formatToolError("VALIDATION_ERROR", `arguments are not valid JSON (${parsed.error}). Send a JSON object matching the tool's schema.`) }, input);
+    return yield finished("error", { output: formatToolError("VALIDATION_ERROR", `arguments are not valid JSON (${parsed.error}). Send a JSON object matching the tool's schema.`) }, input);
   }
   const resolution = deps.toolset.resolve(call.name);
-  if (!resolution.ok) return finish("error", { output: formatToolError(resolution.code, resolution.message) }, input);
+  if (!resolution.ok) return yield finished("error", { output: formatToolError(resolution.code, resolution.message) }, input);
   const tool = resolution.tool;
   const problem = tool.validate(parsed.value);
-  if (problem) return finish("error", { output: formatToolError("VALIDATION_ERROR", problem) }, input);
-  if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+  if (problem) return yield finished("error", { output: formatToolError("VALIDATION_ERROR", problem) }, input);
+  if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   const hooks = deps.hooks;
   if (hooks?.has("PreToolUse")) {
-    await recorder.toolState(call.id, "validating");
+    yield { type: "tool_state", callId: call.id, state: "validating" };
     // A blocked call never runs: the hook's reason (its stderr) is the result the model sees.
     const decision = await hooks.preToolUse({ sessionId: deps.sessionId ?? "", toolName: call.name, toolInput: parsed.value });
-    if (decision.blocked) return finish("error", { output: decision.reason }, input);
-    if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+    if (decision.blocked) return yield finished("error", { output: decision.reason }, input);
+    if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   }
 
-  await recorder.toolState(call.id, "executing");
-  // Checked again after the await: a cancel that landed during it must still stop the call.
-  if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+  yield { type: "tool_state", callId: call.id, state: "executing" };
+  // Checked again after the state was stored: a cancel that landed meanwhile must still stop the call.
+  if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   const controller = new AbortController();
   const onAbort = () => controller.abort(signal.reason);
   signal.addEventListener("abort", onAbort, { once: true });
   let cancelTimer: (() => void) | undefined;
   if (tool.timeoutMs) cancelTimer = deps.clock.setTimer(tool.timeoutMs, () => controller.abort(new ToolTimeout(tool.timeoutMs!)));
-  const stopProgress = progressTicker(deps, call, started);
   try {
-    const raw = await raceAbort(tool.execute(parsed.value, deps.makeContext(call, controller.signal)), controller.signal);
-    let outcome = normaliseOutcome(raw);
-    if (deps.annotate) outcome = await deps.annotate(tool, parsed.value, outcome);
-    if (hooks?.has("PostToolUse")) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
-    return await finish(outcome.isError ? "error" : "done", outcome, input);
-  } catch (error) {
-    if (controller.signal.reason instanceof ToolTimeout) {
-      return finish("error", { output: formatToolError("TOOL_TIMEOUT", `tool "${call.name}" did not finish within ${tool.timeoutMs} ms and was stopped`) }, input);
+    const work = settle(raceAbort(tool.execute(parsed.value, deps.makeContext(call, controller.signal)), controller.signal));
+    let settled: Settled<ToolOutcome | string>;
+    // tool.progress every PROGRESS_INTERVAL_MS while the call runs.
+    for (;;) {
+      const tick = timer(deps.clock, PROGRESS_INTERVAL_MS);
+      const next = await Promise.race([work, tick.fired]);
+      tick.cancel();
+      if (next !== TICK) {
+        settled = next;
+        break;
+      }
+      yield { type: "tool_progress", callId: call.id, name: call.name, elapsedMs: deps.clock.monotonic() - started };
     }
-    if (signal.aborted) return finish("cancelled", { output: cancelledText() }, input);
+    if (settled.ok) {
+      let outcome = normaliseOutcome(settled.value);
+      if (deps.annotate) outcome = await deps.annotate(tool, parsed.value, outcome);
+      if (hooks?.has("PostToolUse")) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
+      return yield finished(outcome.isError ? "error" : "done", outcome, input);
+    }
+    const error = settled.error;
+    if (controller.signal.reason instanceof ToolTimeout) {
+      return yield finished("error", { output: formatToolError("TOOL_TIMEOUT", `tool "${call.name}" did not finish within ${tool.timeoutMs} ms and was stopped`) }, input);
+    }
+    if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
     if (!isVeilError(error)) deps.log.error(`tool ${call.name} threw`, { error: errorMessage(error), stack: (error as Error)?.stack });
-    return finish("error", { output: formatThrown(error).text }, input);
+    return yield finished("error", { output: formatThrown(error).text }, input);
   } finally {
-    stopProgress();
     cancelTimer?.();
     signal.removeEventListener("abort", onAbort);
   }
@@ -113,22 +126,22 @@ async function afterTool(hooks: HookRunner, sessionId: string, toolName: string,
   return { ...outcome, output: `${outcome.output}\n\n${systemReminder(`PostToolUse hook: ${decision.reason}`)}` };
 }
 
-/** `tool.progress` every PROGRESS_INTERVAL_MS while the call runs. */
-function progressTicker(deps: ToolExecutorDeps, call: ToolCallRequest, started: number): () => void {
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+function settle<T>(work: Promise<T>): Promise<Settled<T>> {
+  return work.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+const TICK = Symbol("tick");
+
+/** A one-shot timer on the run's clock, as a promise. */
+function timer(clock: Clock, ms: number): { fired: Promise<typeof TICK>; cancel(): void } {
   let cancel: () => void = () => {};
-  let stopped = false;
-  const arm = () => {
-    cancel = deps.clock.setTimer(PROGRESS_INTERVAL_MS, () => {
-      if (stopped) return;
-      void deps.recorder.toolProgress(call.id, call.name, deps.clock.monotonic() - started).catch(() => {});
-      arm();
-    });
-  };
-  arm();
-  return () => {
-    stopped = true;
-    cancel();
-  };
+  const fired = new Promise<typeof TICK>((resolve) => (cancel = clock.setTimer(ms, () => resolve(TICK))));
+  return { fired, cancel };
 }
 
 export function cancelledText(): string {

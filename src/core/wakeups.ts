@@ -46,7 +46,7 @@ export const WAKEUPS_SERVICE = "wakeups";
 const DEFAULT_STARTUP_DELAY_MS = 500;
 
 /**
- * Per-session self wake-ups (the manual's `schedule_wakeup`). One schedule per
+ * Per-session self wake-ups (`schedule_wakeup`). One schedule per
  * session, stored in the store's wakeups table so a restart keeps it.
  *
  * Timing rules:

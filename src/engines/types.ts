@@ -55,8 +55,14 @@ export type RunEvent =
   | { type: "model_usage"; usage: TokenUsage; /** The model that answered (a fallback may differ from the run's key); prices the call. */ model?: string }
   /** An assistant message is complete; `final` when the run ends with it. */
   | { type: "assistant_message"; message: AssistantMessage; finishReason: string; usage: TokenUsage; final: boolean }
-  /** A call the engine answers itself (its own native tools, or a call it refuses to run). */
+  /**
+   * A tool call's life: started, its stored states, progress while it runs, finished. Veil's
+   * tool-call path (RunIO.executeTool) reports these; an engine also reports them for the
+   * calls it answers itself (its own native tools, or a call it refuses to run).
+   */
   | { type: "tool_started"; call: ToolCallRequest; input: unknown }
+  /** The call passed its checks and waits for a PreToolUse hook ("validating"), or is about to run ("executing"). */
+  | { type: "tool_state"; callId: string; state: "validating" | "executing" }
   | { type: "tool_progress"; callId: string; name: string; elapsedMs: number }
   | { type: "tool_finished"; result: ToolCallResult; input: unknown }
   /** The engine compacted its own conversation (claude-cli: the SDK's /compact) → session.compacted. */
@@ -76,7 +82,7 @@ export interface RunRequest {
   /** Session usage before the run (for the token budget). */
   usageBefore: TokenUsage;
   maxOutputTokens?: number;
-  /** The session's compaction threshold (agent over settings, CONTRACT §11), for engines that compact on their own. */
+  /** The session's compaction threshold (agent over settings), for engines that compact on their own. */
   compactThreshold?: number;
   signal: AbortSignal;
   /** What the engine saved for this session last time (e.g. an SDK conversation id). */
@@ -85,8 +91,13 @@ export interface RunRequest {
 
 /** What the runtime offers an engine while it runs. */
 export interface RunIO {
-  /** Runs one call through Veil's tool-call state machine; records its events and rows. Never throws. */
-  executeTool(call: ToolCallRequest): Promise<ToolCallResult>;
+  /**
+   * Runs one call through Veil's tool-call state machine, as the call's events (tool_started,
+   * tool_state, tool_progress, and always last tool_finished with the result). The engine
+   * yields each to its consumer as it comes: the call goes on only once its event was taken,
+   * so a state is stored before the step it announces. Never throws. See runToolCalls.
+   */
+  executeTool(call: ToolCallRequest): AsyncIterable<RunEvent>;
   /** Messages that arrived since the last boundary (already stored), in order. */
   nextInputs(): Promise<LlmMessage[]>;
   /** True when messages wait (cheap; decides whether a text reply ends the run). */
@@ -95,7 +106,7 @@ export interface RunIO {
   stopRequested(): StopReason | null;
   saveEngineState(state: Record<string, unknown>): Promise<void>;
   /**
-   * Context compaction (CONTRACT §11), owned by the runtime: the messages of the next model
+   * Context compaction, owned by the runtime: the messages of the next model
    * call, system prompt first, rebuilt from the session's stored history (latest summary,
    * pruned tool outputs) after the messages nextInputs() delivered. It compacts first when
    * due: the last call's context at or over the threshold, or a manual request waiting for
@@ -117,7 +128,7 @@ export interface RunIO {
   /**
    * The run is about to end naturally (a final answer with finish reason "stop"; never on
    * cancel, error or a budget). True: the runtime queued a new user message (a Stop hook's
-   * continuation, CONTRACT §15): deliver it with nextInputs() and go on in the same run.
+   * continuation): deliver it with nextInputs() and go on in the same run.
    * Absent when nothing listens.
    */
   runEnding?(): Promise<boolean>;

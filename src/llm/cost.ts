@@ -5,7 +5,7 @@ const PER_MILLION = 1_000_000;
 
 /**
  * USD of one model call (or a running total) at models.json `cost` prices (USD per million
- * tokens), each prompt token counted once at its own price (CONTRACT §11):
+ * tokens), each prompt token counted once at its own price:
  *
  *   (prompt − cached − cache writes) × input + cached × cache_read
  *     + cache writes × cache_write + completion × output

@@ -6,7 +6,7 @@ import type { ResolvedModel } from "./types.js";
 type ProviderSettings = Pick<Settings, "providers" | "defaultProvider">;
 
 /**
- * A model key → provider + wire model id (CONTRACT §3). `P/rest` whose first segment names a
+ * A model key → provider + wire model id. `P/rest` whose first segment names a
  * configured provider goes to `P` as `rest`; any other key goes to `defaultProvider`
  * unchanged (with a single configured provider, that one is the default).
  *

@@ -1,5 +1,5 @@
 /**
- * The manual's in-process LLM API for custom tools ("Calling the LLM from a custom tool"):
+ * The in-process LLM API custom tools call (their `callLLM` helper):
  * `callWithProviderFallback` and `extractMessage`. Same key resolution, retries and
  * fallback chain as the main loop; no budget accounting, nothing persisted.
  */

@@ -30,7 +30,7 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
   // Bound to every interface, clients name the machine however they reach it; the bearer
   // secret still guards every route, and Origin must be same-origin.
   state.allowedHosts = host === "0.0.0.0" || host === "::" ? null : allowedHosts(host, port);
-  options.runtime.services.selfAddress = { host, port };
+  options.runtime.selfAddress.set(host, port);
   const shownHost = host.includes(":") ? `[${host}]` : host;
   const writeLoopDelay = watchLoopDelay();
   let closing: Promise<void> | undefined;

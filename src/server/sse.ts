@@ -4,7 +4,7 @@ import type { EventLog } from "../core/event-log.js";
 import { VeilError } from "../errors.js";
 import { scheduleFlush } from "./sse-batch.js";
 
-/** Proxies drop idle streams; CONTRACT §6 asks for at least one keepalive every 15 s. */
+/** Proxies drop idle streams: at least one keepalive every 15 s keeps them open. */
 export const HEARTBEAT_MS = 15_000;
 /** Bytes a client may fall behind before it is dropped (it reconnects and replays). */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;

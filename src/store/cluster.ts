@@ -1,7 +1,8 @@
+import type { VeilEventBody } from "../base/events.js";
 import type { NewStoredEvent, Store, StoredEvent } from "./store.js";
 
 /**
- * What several `veil serve` nodes on one database need from the store (CONTRACT §14),
+ * What several `veil serve` nodes on one database need from the store,
  * beside the plain Store. PostgreSQL implements it (store/postgres); SQLite does not, and
  * a runtime on SQLite stays a single node. Time in leases is the database's clock, so
  * nodes with skewed clocks still agree on who holds what.
@@ -42,7 +43,19 @@ export type ClusterSignal =
   /** Someone asked the owner of `sessionId` to act. */
   | { kind: "control"; sessionId: string; action: ControlAction; data?: Record<string, unknown> }
   /** A result for the remote method `id` was stored; the waiting node takes it. */
-  | { kind: "remote-result"; id: string; nodeId: string };
+  | { kind: "remote-result"; id: string; nodeId: string }
+  /**
+   * Live deltas (chat.chunk, thinking.chunk, tool.chunk) a node delivered to its own bus:
+   * never stored, so they reach the SSE clients of the other nodes only this way.
+   */
+  | { kind: "deltas"; nodeId: string; deltas: LiveDelta[] };
+
+/** One live delta as it crosses nodes. */
+export interface LiveDelta {
+  sessionId: string;
+  ts: number;
+  body: VeilEventBody;
+}
 
 export interface SignalSubscription {
   close(): Promise<void>;
@@ -102,6 +115,8 @@ export interface ClusterStore {
 
   /** One LISTEN connection for every signal; reconnects with backoff on its own. */
   subscribe(onSignal: (signal: ClusterSignal) => void, options?: SubscribeOptions): Promise<SignalSubscription>;
+  /** Sends live deltas to every node's listener, in order (split into notifications that fit). */
+  sendDeltas(nodeId: string, deltas: readonly LiveDelta[]): Promise<void>;
   /** Asks the owner of a session to act (cancel, suspend, …); delivered to every node. */
   sendControl(sessionId: string, action: ControlAction, data?: Record<string, unknown>): Promise<void>;
 

@@ -10,7 +10,7 @@ export interface OpenStoreOptions {
 }
 
 /**
- * The Store the settings name (CONTRACT §14): SQLite at `<workspace>/.veil/veil.db` by
+ * The Store the settings name: SQLite at `<workspace>/.veil/veil.db` by
  * default, PostgreSQL for `store.type = "postgres"` (VEIL_DATABASE_URL sets that). The
  * PostgreSQL module, and with it `pg`, is imported only when it is chosen, so embedded
  * users load nothing of it.

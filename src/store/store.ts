@@ -82,7 +82,7 @@ export interface MessageRow {
   token_usage: TokenUsage | null;
   /** Free-form: source ("user", "agent", "wakeup"), correlation ids, audit text. */
   meta: Record<string, unknown> | null;
-  /** null for ordinary rows; "summary" for a compaction summary (CONTRACT §11). */
+  /** null for ordinary rows; "summary" for a compaction summary. */
   kind: string | null;
   /** Hidden from the model by a compaction; never deleted. */
   compacted: boolean;
@@ -92,7 +92,7 @@ export interface MessageRow {
 export type NewMessage = Pick<MessageRow, "id" | "session_id" | "role"> &
   Partial<Pick<MessageRow, "content" | "thinking" | "tool_calls" | "tool_call_id" | "finish_reason" | "token_usage" | "meta" | "kind">>;
 
-/** One event of a session's durable log (CONTRACT §10), stored as the JSON that is sent. */
+/** One event of a session's durable log, stored as the JSON that is sent. */
 export interface StoredEvent {
   /** Store-wide order (the SSE id on /events). */
   gseq: number;

@@ -1,6 +1,6 @@
 import { isVeilError, errorMessage } from "../errors.js";
 
-/** The only place that knows the manual's string shapes. */
+/** The only place that knows the exact strings tools answer with (their shapes are part of the tools' interface). */
 
 export function formatToolError(code: string, message: string): string {
   return `Error: ${code} — ${message}`;
@@ -15,7 +15,7 @@ export function systemReminder(text: string): string {
   return `<system-reminder>${text}</system-reminder>`;
 }
 
-/** `<tag>value</tag>` lines, the manual's XML envelopes. Values are not escaped, as in the manual. */
+/** `<tag>value</tag>` lines, the XML envelopes tools answer with. Values are not escaped: the model reads them as written. */
 export function xmlEnvelope(fields: [tag: string, value: string | number | boolean | null | undefined][]): string {
   return fields
     .filter(([, value]) => value !== undefined && value !== null)

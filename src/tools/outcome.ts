@@ -1,6 +1,6 @@
 import type { Attachment, ToolOutcome } from "./types.js";
 
-/** Accepts the manual's return shapes: string, { output }, { text, attachments }, { contentBlocks, displayText }. */
+/** Accepts every shape a tool may return: string, { output }, { text, attachments }, { contentBlocks, displayText }. */
 export function normaliseOutcome(raw: unknown): ToolOutcome {
   if (typeof raw === "string") return { output: raw };
   if (raw === undefined || raw === null) return { output: "(no output)" };

@@ -1,7 +1,7 @@
 import type { AgentConfig, ModeConfig } from "../config/types.js";
 import { defaultMode } from "../config/defaults.js";
 
-/** Tools an agent gets automatically alongside another (manual: agent_control is paired with agent_spawn). */
+/** Tools an agent gets automatically alongside another (agent_control comes with agent_spawn: a parent can always steer what it spawned). */
 const PAIRED: Record<string, string> = { agent_control: "agent_spawn" };
 
 export function modeConfig(agent: AgentConfig, mode: string): ModeConfig {

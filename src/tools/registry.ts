@@ -123,7 +123,7 @@ export class SessionToolset {
   }
 
   /**
-   * The claude-cli engine's tool model (manual, "Engine parity — claude-cli"): every
+   * The claude-cli engine's tool model (README "The claude-cli engine"): every
    * custom tool the mode allows is callable without tool_activate, and the mode's `tools`
    * allowlist gates custom tools only (built-ins stay); disallowedTools still gates all.
    */
@@ -221,7 +221,7 @@ export class SessionToolset {
   }
 
   /**
-   * Deviation from the manual (documented in the README): a tool the mode does
+   * On purpose (documented in the README): a tool the mode does
    * not allow answers PERMISSION_DENIED instead of a false `{ activated }`.
    */
   async activate(name: string): Promise<ActivationResult> {

@@ -23,9 +23,44 @@ export interface WakeupScheduler {
 }
 
 /**
+ * The server's own address: unknown until it listens (and in `veil run`, which never does).
+ * The runtime holds one from its start; the server sets it once it has its port.
+ */
+export class SelfAddress {
+  private value: { host: string; port: number } | undefined;
+
+  constructor(initial?: { host: string; port: number }) {
+    this.value = initial;
+  }
+
+  set(host: string, port: number): void {
+    this.value = { host, port };
+  }
+
+  get(): { host: string; port: number } | undefined {
+    return this.value;
+  }
+}
+
+/**
+ * A service a layer above tools adds for its own tools (core/agents adds the multi-agent
+ * service its agent_* tools use). The key carries the service's type, so the layer that
+ * defines the key and its tools agree on it without this layer knowing the type.
+ */
+export interface ServiceKey<T> {
+  readonly name: string;
+  /** Never set: only carries T. */
+  readonly type?: T;
+}
+
+export function serviceKey<T>(name: string): ServiceKey<T> {
+  return { name };
+}
+
+/**
  * The services tools reach through `ctx.services`, declared here (below the layers that
- * implement them) and filled in by the runtime. Layers above may add their own entries by
- * declaration merging (core/agents adds `multiAgent`), so no tool reads an untyped bag.
+ * implement them). The runtime builds them whole, once, before any run: nothing is added
+ * later. Services of the layers above come in through `extensions`, by key.
  */
 export interface ToolServices {
   wakeups?: WakeupScheduler;
@@ -35,9 +70,16 @@ export interface ToolServices {
   /** The current run's toolset (tool_search, tool_activate). */
   toolset?: SessionToolset;
   /** The server's own address, refused by web_fetch even when its host is allowed. */
-  selfAddress?: { host: string; port: number };
+  selfAddress?: SelfAddress;
   /** Shell knobs for tests and embedders. */
   shell?: ShellServiceOptions;
   /** null forces the pure-Node grep/glob; a string names the rg binary. */
   ripgrepPath?: string | null;
+  /** Services of the layers above, by key (see ServiceKey). */
+  extensions?: ReadonlyMap<ServiceKey<unknown>, unknown>;
+}
+
+/** The service under `key`, or undefined when the runtime has none. */
+export function extensionOf<T>(services: ToolServices, key: ServiceKey<T>): T | undefined {
+  return services.extensions?.get(key) as T | undefined;
 }

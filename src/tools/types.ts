@@ -1,11 +1,10 @@
 import type { ToolServices } from "./services.js";
 import type { Logger } from "../base/log.js";
 import type { TSchema, Static } from "../schema.js";
-import type { AgentConfig, ModelInfo, Settings, VeilConfig } from "../config/types.js";
+import type { AgentConfig, ModelInfo, Settings, VeilPaths } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
-import type { IdGenerator } from "../base/ids.js";
 import type { VeilEventBody } from "../base/events.js";
-import type { Store } from "../store/store.js";
+import type { TodoItem } from "../store/store.js";
 import type { ContentPart } from "../llm/types.js";
 
 /** A multimodal piece returned by a tool; reaches the model, never the store. */
@@ -49,27 +48,42 @@ export interface ResourceScope {
  */
 export type { ToolServices } from "./services.js";
 
-export interface ToolContext {
+/** Events a tool publishes for its session beside its own chunks (todo_write's list). */
+export type ToolEventBody = Extract<VeilEventBody, { type: "todo.updated" }>;
+
+/**
+ * What one tool call may write of its session: its side tables (todos, read markers, audit
+ * rows) and its events, nothing else. The run's recorder hands these out over the run's
+ * fenced store, so a node that lost the session's lease can write none of them.
+ */
+export interface ToolWrites {
+  todos: { get(): Promise<TodoItem[]>; set(todos: TodoItem[]): Promise<void> };
+  /** The durable half of the must-have-read gate (survives a restart). */
+  readMarkers: { mark(path: string): Promise<void>; has(path: string): Promise<boolean> };
+  /** An audit row of this session (memory_write, log_write). */
+  audit(kind: string, data: Record<string, unknown>): Promise<void>;
+  /** Streams live output as `tool.chunk`. */
+  emitChunk(chunk: string): void;
+  /** Publishes one of the tool events for this session; resolves once it is stored and delivered. */
+  emit(body: ToolEventBody): Promise<void>;
+}
+
+export interface ToolContext extends ToolWrites {
   sessionId: string;
   agent: AgentConfig;
   mode: string;
   /** Absolute workspace root. */
   workspace: string;
-  config: VeilConfig;
+  /** Where the runtime keeps its files (the path guard protects them; memory files live under memoryDir). */
+  paths: VeilPaths;
   settings: Settings;
   /** Resolved model key for this turn (per-call > session > agent > settings). */
   modelKey: string;
   model: ModelInfo;
   toolCallId: string;
-  store: Store;
   clock: Clock;
-  ids: IdGenerator;
   /** Aborted on cancel, session close, or the tool's timeout. */
   signal: AbortSignal;
-  /** Streams live output as `tool.chunk`. */
-  emitChunk(chunk: string): void;
-  /** Publishes any event for this session; resolves once it is stored and delivered. */
-  emit(body: VeilEventBody): Promise<void>;
   /** Resources owned by this session (disposed at close). */
   session: ResourceScope;
   /** Resources owned by the runtime (disposed at shutdown). */

@@ -8,6 +8,7 @@ import { CompletionBody } from "../../src/server/routes/completions.js";
 import { MintBody, ResultBody } from "../../src/server/routes/remote-methods.js";
 import { ChatBody, CreateBody } from "../../src/server/routes/sessions.js";
 import { ArmBody } from "../../src/server/routes/wakeups.js";
+import { present } from "../helpers/requirements.js";
 
 const BUILT = fileURLToPath(new URL("../../dist/src/base/validation.js", import.meta.url));
 
@@ -24,7 +25,7 @@ function samples(schema: Record<string, unknown>): unknown[] {
  * precompile-validators.mjs); base/validation.ts takes them from there by schema text.
  * The built validation module must find every one, and answer exactly as AJV does.
  */
-describe.skipIf(!existsSync(BUILT))("validators compiled at build time", () => {
+describe.skipIf(!present(`the build (${BUILT})`, existsSync(BUILT)))("validators compiled at build time", () => {
   const schemas: [string, Record<string, unknown>][] = [
     ...allBuiltinTools().map((tool): [string, Record<string, unknown>] => [tool.name, tool.inputSchema]),
     ["settings.json", JSON.parse(JSON.stringify(SettingsFileSchema)) as Record<string, unknown>],

@@ -6,10 +6,11 @@ import { fileURLToPath } from "node:url";
 import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 import { spawnVeil, VEIL_MAIN, veilBuilt, type Spawned, type SpawnVeilOptions } from "../helpers/cli.js";
+import { present } from "../helpers/requirements.js";
 
 const PACKAGE = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string };
 const built = veilBuilt;
-const hasScript = existsSync("/usr/bin/script");
+const hasScript = present("/usr/bin/script (util-linux)", existsSync("/usr/bin/script"));
 
 let llm: FakeLlm;
 let ws: TempWorkspace;

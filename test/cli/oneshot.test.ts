@@ -7,6 +7,7 @@ import { createRuntime } from "../../src/runtime.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { present } from "../helpers/requirements.js";
 
 const MAIN = join(process.cwd(), "dist/src/main.js");
 let ws: TempWorkspace;
@@ -33,7 +34,7 @@ function veilRun(prompt: string): Promise<{ code: number | null; stdout: string;
   });
 }
 
-describe.skipIf(!existsSync(MAIN))("veil run touches no session but its own (CONTRACT §10)", () => {
+describe.skipIf(!present(`the build (${MAIN})`, existsSync(MAIN)))("veil run touches no session but its own", () => {
   it("leaves another session's overdue wake-up, queued inbox message and interrupted run alone", async () => {
     mkdirSync(join(ws.root, ".veil"), { recursive: true });
     const store = SqliteStore.open(join(ws.root, ".veil", "veil.db"));
@@ -63,7 +64,7 @@ describe.skipIf(!existsSync(MAIN))("veil run touches no session but its own (CON
   });
 });
 
-describe.skipIf(!existsSync(MAIN))("limits.maxLiveSessions counts the sessions a process holds", () => {
+describe.skipIf(!present(`the build (${MAIN})`, existsSync(MAIN)))("limits.maxLiveSessions counts the sessions a process holds", () => {
   it("lets one-shot runs go on past the cap (their sessions stay open in the store), while one process still cannot open more than the cap", async () => {
     mkdirSync(join(ws.root, ".veil"), { recursive: true });
     writeFileSync(join(ws.root, ".veil", "settings.json"), JSON.stringify({ limits: { maxLiveSessions: 2 } }));

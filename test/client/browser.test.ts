@@ -10,6 +10,7 @@ import { ManualClock } from "../../src/base/clock.js";
 import { startServer, type StartedServer } from "../../src/server/listen.js";
 import { reply } from "../helpers/fake-llm.js";
 import { createRuntimeHarness, TEST_SECRET, type RuntimeHarness } from "../helpers/runtime.js";
+import { present } from "../helpers/requirements.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -54,7 +55,7 @@ afterEach(async () => {
  * preflight for POST /stream-tokens, then a real EventSource whose own reconnect, after the
  * server went away and the token's minute has passed (injected clock), replays what it missed.
  */
-describe.skipIf(!existsSync(CHROMIUM))("a browser EventSource on another origin (CORS + stream token)", () => {
+describe.skipIf(!present(`Chromium (${CHROMIUM})`, existsSync(CHROMIUM)))("a browser EventSource on another origin (CORS + stream token)", () => {
   it("mints a token, streams, and after the connection drops past 60 s reconnects with Last-Event-ID and misses nothing", async () => {
     const pageOrigin = await startPageServer();
 

@@ -13,7 +13,7 @@ function load(files: Record<string, string>) {
 
 const agentFile = (body: object) => ({ ".veil/agents/coder/agent.json": JSON.stringify({ name: "coder", ...body }) });
 
-describe("CONTRACT §11 settings: compaction, reasoning style, cost", () => {
+describe("settings of compaction, reasoning style and cost", () => {
   it("defaults defaultCompaction to 0.8 / 20000 and merges settings and agent overrides", () => {
     expect(load({}).settings.defaultCompaction).toEqual({ autoThreshold: 0.8, keepRecentTokens: 20_000 });
     ws.cleanup();

@@ -42,7 +42,7 @@ async function userMessages(h: RuntimeHarness, sessionId: string): Promise<{ con
 }
 
 describe("parseWakeupTime", () => {
-  it("reads the manual's forms and bare minutes, and rejects the rest clearly", () => {
+  it("reads the documented forms and bare minutes, and rejects the rest clearly", () => {
     expect(parseWakeupTime("30m")).toBe(30 * MIN);
     expect(parseWakeupTime("90s")).toBe(90_000);
     expect(parseWakeupTime("2h")).toBe(2 * 60 * MIN);

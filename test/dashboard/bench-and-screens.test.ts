@@ -9,8 +9,9 @@ import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { reply } from "../helpers/fake-llm.js";
 import { CHROMIUM, closePages, customTool, MAIN, poll, SECRET, startHarness, type Harness } from "./harness.js";
+import { present } from "../helpers/requirements.js";
 
-const ready = existsSync(MAIN) && existsSync(CHROMIUM);
+const ready = present(`the build (${MAIN})`, existsSync(MAIN)) && present(`Chromium (${CHROMIUM})`, existsSync(CHROMIUM));
 const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
 let h: Harness;
 

@@ -4,8 +4,9 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { reply } from "../helpers/fake-llm.js";
 import { CHROMIUM, closePages, customTool, errorsOf, MAIN, poll, SECRET, signIn, startHarness, type Harness } from "./harness.js";
+import { present } from "../helpers/requirements.js";
 
-const ready = existsSync(MAIN) && existsSync(CHROMIUM);
+const ready = present(`the build (${MAIN})`, existsSync(MAIN)) && present(`Chromium (${CHROMIUM})`, existsSync(CHROMIUM));
 const askerAgent = {
   ".veil/models.json": JSON.stringify({ "fake/fake-model": { cost: { input: 2, output: 4 } } }),
   ".veil/agents/asker/agent.json": JSON.stringify({ name: "asker", description: "asks the user", modes: { chat: { enabled: true, preActivatedTools: ["ask_user", "confirm_it", "big_output"] } } }),

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { present } from "./requirements.js";
 
 /** The built `veil` binary (tests spawn it as users do). */
 export const VEIL_MAIN = fileURLToPath(new URL("../../dist/src/main.js", import.meta.url));
-export const veilBuilt = existsSync(VEIL_MAIN);
+export const veilBuilt = present(`the build (${VEIL_MAIN})`, existsSync(VEIL_MAIN));
 
 export interface Spawned {
   code: number | null;

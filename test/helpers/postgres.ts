@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { unavailableUnlessCI } from "./requirements.js";
 
 const run = promisify(execFile);
 
@@ -18,7 +19,7 @@ export function postgresBinDir(): string | undefined {
 
 /** Why PostgreSQL tests cannot run here, or undefined when they can. */
 export function postgresUnavailable(): string | undefined {
-  return postgresBinDir() ? undefined : `no PostgreSQL server binaries (initdb, pg_ctl) in ${CANDIDATE_BIN_DIRS.filter(Boolean).join(", ")}`;
+  return unavailableUnlessCI(postgresBinDir() ? undefined : `no PostgreSQL server binaries (initdb, pg_ctl) in ${CANDIDATE_BIN_DIRS.filter(Boolean).join(", ")}`);
 }
 
 export interface PostgresCluster {

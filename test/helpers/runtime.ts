@@ -41,10 +41,10 @@ export async function createRuntimeHarness(options: RuntimeHarnessOptions = {}):
   const env: Record<string, string> = { VEIL_BASE_URL: llm.baseUrl, VEIL_API_KEY: "sk-test", VEIL_MODEL: "fake-model", VEIL_HOME: home, ...(options.env as Record<string, string>) };
   const log = memoryLogger();
   const { files: _files, settings: _settings, models: _models, llm: _llm, env: _env, ...runtimeOptions } = options;
-  const runtime = await createRuntime({ workspace: ws.root, env, log, ...runtimeOptions });
   // Shells get a private HOME: the machine's ~/.bashrc (pyenv, conda…) is not under test and
   // makes every shell start slow, or wait on a lock another process left.
-  runtime.services.shell ??= { env: { ...process.env, HOME: home } };
+  const toolServices = { shell: { env: { ...process.env, HOME: home } }, ...options.toolServices };
+  const runtime = await createRuntime({ workspace: ws.root, env, log, ...runtimeOptions, toolServices });
   const events: VeilEvent[] = [];
   runtime.bus.subscribe({}, (e) => events.push(e));
   let server: StartedServer | undefined;

@@ -7,11 +7,12 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { present } from "./requirements.js";
 
 // From test/helpers the build is in dist/; compiled into dist/test/helpers (benchmarks), it is ../../src.
 const CANDIDATES = ["../../dist/src/main.js", "../../src/main.js"].map((path) => fileURLToPath(new URL(path, import.meta.url)));
 export const MAIN = CANDIDATES.find((path) => existsSync(path)) ?? CANDIDATES[0]!;
-export const built = existsSync(MAIN);
+export const built = present(`the build (${MAIN})`, existsSync(MAIN));
 export const SPAWNED_SECRET = "spawned-secret";
 
 export interface SpawnedServer {

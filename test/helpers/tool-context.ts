@@ -12,10 +12,14 @@ import { memoryLogger } from "../../src/base/log.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { RegisteredTool, ToolContext, ToolOutcome, ToolServices } from "../../src/tools/types.js";
 import { formatThrown } from "../../src/tools/format.js";
+import { SessionWriter } from "../../src/core/session-writer.js";
+import { buildToolContext, type ToolTurn } from "../../src/core/tool-context.js";
 import { tmpWorkspace, type TempWorkspace } from "./workspace.js";
 
 export interface ToolHarness {
   ws: TempWorkspace;
+  /** The config the harness's contexts were made from (paths under the workspace). */
+  config: VeilConfig;
   store: SqliteStore;
   bus: InProcessEventBus;
   events: VeilEvent[];
@@ -76,34 +80,30 @@ export async function createToolHarness(options: HarnessOptions = {}): Promise<T
   const log = memoryLogger();
   const clock = options.clock ?? systemClock;
 
+  // The writes a run's recorder would hand the call, here over the plain store.
+  const writer = new SessionWriter({ sessionId: session.id, store, events: eventLog, ids: randomIds, now: () => clock.now() });
+  const turn: ToolTurn = {
+    sessionId: session.id,
+    agent,
+    mode: "chat",
+    paths: config.paths,
+    settings,
+    modelKey: options.modelKey ?? "test/model",
+    model,
+    clock,
+    session: sessionResources,
+    runtime: runtimeResources,
+    services: options.services ?? {},
+    log,
+  };
   const context = (overrides: Partial<ToolContext> = {}): ToolContext => {
-    const toolCallId = randomIds.next("call");
-    const base: ToolContext = {
-      sessionId: session.id,
-      agent,
-      mode: "chat",
-      workspace: ws.root,
-      config,
-      settings,
-      modelKey: options.modelKey ?? "test/model",
-      model,
-      toolCallId,
-      store,
-      clock,
-      ids: randomIds,
-      signal: new AbortController().signal,
-      emitChunk: (chunk) => void eventLog.publish(session.id, { type: "tool.chunk", toolName: "test", toolCallId, chunk }),
-      emit: async (body) => void (await eventLog.publish(session.id, body)),
-      session: sessionResources,
-      runtime: runtimeResources,
-      services: options.services ?? {},
-      log,
-    };
-    return { ...base, ...overrides };
+    const call = { id: randomIds.next("call"), name: "test" };
+    return { ...buildToolContext(turn, call, new AbortController().signal, writer.toolWrites(call)), ...overrides };
   };
 
   return {
     ws,
+    config,
     store,
     bus,
     events,

@@ -14,7 +14,7 @@ describe("memory endpoints", () => {
     const server = await h.serve();
     const put = await server.fetch("/memory/MEMORY.md", { method: "PUT", body: "## note\nsame\n", headers: { "content-type": "text/plain" } });
     expect(put.status).toBe(200);
-    // Literal overwrite: no dedup, no empty guard (the manual's HTTP asymmetry).
+    // Literal overwrite: no dedup, no empty guard (unlike memory_write).
     await server.fetch("/memory/MEMORY.md", { method: "PUT", body: "## note\nsame\n", headers: { "content-type": "text/plain" } });
     const got = await server.fetch("/memory/MEMORY.md");
     expect(await got.text()).toBe("## note\nsame\n");

@@ -104,7 +104,7 @@ describe("remote-method endpoints", () => {
     const third = service.execute({ sessionId: "sess_c", method: "pick", data: null });
     const idC = service.pendingIds().at(-1);
     expect(await ui.next()).toMatchObject({ type: "method.pending", id: idC, method: "pick", sessionId: "sess_c" });
-    // On /events the same events go out (CONTRACT §9), in publish order.
+    // On /events the same events go out, in publish order.
     expect(await allEvents.next()).toMatchObject({ type: "method.done", id: idA, sessionId: "sess_a" });
     expect(await allEvents.next()).toMatchObject({ type: "method.pending", id: idC, sessionId: "sess_c" });
 

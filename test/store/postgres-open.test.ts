@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { present } from "../helpers/requirements.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const run = promisify(execFile);
@@ -61,7 +62,7 @@ import { createRequire } from "node:module";
 const cache = createRequire(import.meta.url).cache;
 console.log(Object.keys(cache).some((f) => f.includes("/node_modules/pg/")) ? "pg loaded" : "pg absent");`;
 
-describe.skipIf(!existsSync(join(REPO, "dist/src/store/open.js")))("openStore (built output)", () => {
+describe.skipIf(!present("the build (dist/src/store/open.js)", existsSync(join(REPO, "dist/src/store/open.js"))))("openStore (built output)", () => {
   it("opens SQLite without loading any of pg", async () => {
     workspaceWith();
     const script = `

@@ -10,6 +10,7 @@ import { isVeilError } from "../../src/errors.js";
 import { applyMigrations, MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { storeConformance } from "../conformance/store.js";
+import { unavailableUnlessCI } from "../helpers/requirements.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const SOURCE = join(REPO, "src/store/sqlite/sqlite-store.ts");
@@ -21,7 +22,7 @@ function builtStoreProblem(): string | undefined {
   if (statSync(BUILT).mtimeMs < statSync(SOURCE).mtimeMs) return `${BUILT} is older than its source; run \`npm run build\``;
   return undefined;
 }
-const skipProcessTests = builtStoreProblem();
+const skipProcessTests = unavailableUnlessCI(builtStoreProblem());
 if (skipProcessTests) console.warn(`[sqlite-store.test] skipping child-process tests: ${skipProcessTests}`);
 
 function tempDir(): string {

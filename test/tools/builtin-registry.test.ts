@@ -26,7 +26,7 @@ describe("built-in tool registry", () => {
   });
 });
 
-describe("the manual's tool list", () => {
+describe("the documented tool list", () => {
   it("registers exactly the 24 built-in tools", () => {
     expect(builtinTools().map((t) => t.name)).toEqual([
       "bash", "bash_output", "kill_shell", "read_file", "write_file", "edit_file", "list_dir", "glob", "grep",

@@ -22,7 +22,7 @@ describe("SessionToolset: tiers, activation and permissions", () => {
     writeTool(dir, { name: "echo_upper", description: "Return the input string uppercased.\nSecond line is not in the summary." });
     writeTool(dir, { name: "render_layout", description: "Render a page layout." });
     writeTool(dir, { name: "secret_tool", description: "Nobody may use this." });
-    source = createCustomToolSource({ config: h.context().config, log: memoryLogger(), resources: h.runtimeResources, services: {} });
+    source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources });
     custom = await source.discover(builtinDefaultAgent());
   });
   afterEach(async () => h.close());

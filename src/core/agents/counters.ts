@@ -17,7 +17,7 @@ function contactKey(callerId: string): string {
 }
 
 /**
- * Records "now" as the caller's last contact with the target (CONTRACT §9: counters are
+ * Records "now" as the caller's last contact with the target (counters are
  * since the caller's last agent_message to that session, or the spawn-time baseline).
  */
 export async function recordContact(store: Store, targetId: string, callerId: string, at: string): Promise<void> {

@@ -41,7 +41,7 @@ export interface DeliveryDeps {
 }
 
 /**
- * The manual's asymmetric delivery (Meeting 008.1) over the SessionManager:
+ * Asymmetric delivery of agent messages over the SessionManager:
  * msg#1 of a chain gets the final text of the run that consumes it; msg#2+ get the
  * first text produced after their drain (with a still-running reminder), or nothing
  * when that text is the final reply msg#1 receives (the coincide rule). Replies reach

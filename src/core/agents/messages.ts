@@ -2,10 +2,10 @@ import type { MessageRow } from "../../store/store.js";
 import { systemReminder } from "../../tools/format.js";
 import type { RunResult } from "../../engines/types.js";
 
-/** Audit text the manual gives a msg#2+ whose first text was the run's final reply (§3.3.1). */
+/** The audit text a msg#2+ gets when the first text it saw was already the run's final reply. */
 export const COINCIDED_TEXT = "(coincided with final reply — see msg#1 reply)";
 
-/** Sync wait default for agent_message / agent_spawn (manual: 600 s). */
+/** How long a sync agent_message / agent_spawn waits for the reply unless told otherwise: 600 s. */
 export const DEFAULT_SYNC_TIMEOUT_SECONDS = 600;
 
 /** Longest line a full-steps log keeps for one tool call's arguments. */
@@ -13,7 +13,7 @@ const MAX_ARGS_CHARS = 500;
 
 /**
  * Every inter-agent message, both directions: `[Message from <agent> (session: <sid>)]: <body>`,
- * where agent and session are the SENDER's (CONTRACT §9).
+ * where agent and session are the SENDER's.
  */
 export function wrapAgentMessage(senderAgent: string, senderSessionId: string, body: string): string {
   return `[Message from ${senderAgent} (session: ${senderSessionId})]: ${body}`;
@@ -35,7 +35,7 @@ export function finalText(result: RunResult): string {
 }
 
 /**
- * The manual's formatFullSteps: one line per assistant text and per tool call, in order.
+ * A turn's full steps (get-last-message with full steps): one line per assistant text and per tool call, in order.
  * `rows` are the target's messages; only assistant rows contribute.
  */
 export function formatFullSteps(rows: readonly MessageRow[]): string {

@@ -3,6 +3,7 @@ import { ToolError } from "../../errors.js";
 import type { LlmClient } from "../../llm/types.js";
 import type { SessionRow, Store } from "../../store/store.js";
 import type { Logger, ToolContext } from "../../tools/types.js";
+import { extensionOf, serviceKey, type ServiceKey } from "../../tools/services.js";
 import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { RunResult } from "../../engines/types.js";
@@ -11,8 +12,8 @@ import { countersSince } from "./counters.js";
 import { AgentDelivery } from "./delivery.js";
 import { SummaryRateLimiter } from "./summarizer.js";
 
-/** The key under runtime.services (and ctx.services) the multi-agent tools read. */
-export const MULTI_AGENT_SERVICE = "multiAgent";
+/** The key under which the runtime hands the multi-agent tools their service (ctx.services.extensions). */
+export const MULTI_AGENT_SERVICE: ServiceKey<MultiAgentService> = serviceKey("multiAgent");
 
 /** Ancestors walked at most when checking that a session descends from the caller. */
 const MAX_ANCESTRY = 1_000;
@@ -73,7 +74,7 @@ export class MultiAgentService {
     );
   }
 
-  /** The manual's get-state fields, in its order. */
+  /** agent_control get-state's fields, in the order it prints them. */
   async stateFields(target: SessionRow, callerId: string): Promise<[string, string | number | boolean | null][]> {
     const fresh = (await this.deps.store.getSession(target.id)) ?? target;
     const counters = await countersSince(this.deps.store, fresh, callerId);
@@ -95,16 +96,9 @@ export function isMultiAgentService(value: unknown): value is MultiAgentService 
   return value instanceof MultiAgentService;
 }
 
-declare module "../../tools/services.js" {
-  interface ToolServices {
-    /** agent_spawn / agent_message / agent_control (installed by the runtime). */
-    multiAgent?: MultiAgentService;
-  }
-}
-
 /** The service from a tool's context, or TOOL_CONTEXT_INVALID when the runtime did not install it. */
 export function multiAgent(ctx: ToolContext): MultiAgentService {
-  const service = ctx.services.multiAgent;
+  const service = extensionOf(ctx.services, MULTI_AGENT_SERVICE);
   if (!service) {
     throw new ToolError("TOOL_CONTEXT_INVALID", "the multi-agent tools are not available: this runtime has no multi-agent service");
   }

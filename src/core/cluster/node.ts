@@ -9,6 +9,7 @@ import type { RunGate, SessionManager } from "../session-manager.js";
 import { ControlRelay, decodeAnswer } from "./control.js";
 import type { ClusterRemoteMethods } from "./remote-methods.js";
 import { RunFences, type RunFence } from "./fencing.js";
+import type { DeltaRelayBus } from "./delta-relay.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
@@ -17,6 +18,17 @@ export interface ClusterNodeDeps {
   log: Logger;
   /** settings.cluster.leaseSeconds */
   leaseSeconds: number;
+  /** This node's id (newNodeId()), known before the node so the services built first can use it. */
+  nodeId: string;
+  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
+  remoteMethods?: ClusterRemoteMethods;
+  /** The node's bus, which hands the other nodes' live deltas to this node's subscribers. */
+  deltas?: DeltaRelayBus;
+}
+
+/** A node id unique across the machines of a cluster and the restarts of a process. */
+export function newNodeId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
 }
 
 const EVENT_PAGE = 1000;
@@ -29,13 +41,13 @@ interface RemoteWaiter {
 }
 
 /**
- * One `veil serve` node among several on one PostgreSQL (CONTRACT §14). It holds leases on
+ * One `veil serve` node among several on one PostgreSQL. It holds leases on
  * the sessions it runs (renewed by a heartbeat, released at shutdown), takes over sessions
  * whose owner's lease expired, wakes the owner's run on the `inbox` signal, and relays
  * events other nodes stored to the local bus so every node's SSE sees every session.
  */
 export class ClusterNode implements RunGate {
-  readonly nodeId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  readonly nodeId: string;
   private readonly held = new Map<string, Lease>();
   private readonly waiters = new Map<string, RemoteWaiter[]>();
   private subscription: SignalSubscription | null = null;
@@ -51,11 +63,13 @@ export class ClusterNode implements RunGate {
   private readonly relay: ControlRelay;
   /** Results of runs on other nodes (remoteResult), so callers can tell who ran a message. */
   private readonly remoteResults = new WeakSet<RunResult>();
-  private remoteMethods: ClusterRemoteMethods | null = null;
+  private readonly remoteMethods: ClusterRemoteMethods | undefined;
   private readonly fences: RunFences;
   private takeOverListeners: ((sessionId: string) => Promise<void> | void)[] = [];
 
   constructor(private readonly deps: ClusterNodeDeps) {
+    this.nodeId = deps.nodeId;
+    this.remoteMethods = deps.remoteMethods;
     deps.events.trackOwnGseqs();
     this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
     this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
@@ -79,11 +93,6 @@ export class ClusterNode implements RunGate {
 
   private get ttlMs(): number {
     return Math.max(1, this.deps.leaseSeconds) * 1000;
-  }
-
-  /** The remote methods whose tools wait on this node (remote-result signals, takeovers). */
-  attachRemoteMethods(methods: ClusterRemoteMethods): void {
-    this.remoteMethods = methods;
   }
 
   /** Listens for signals and starts the heartbeat and the takeover poll; call before recovery. */
@@ -212,6 +221,7 @@ export class ClusterNode implements RunGate {
     else if (signal.kind === "remote-result" && signal.nodeId === this.nodeId) {
       void this.remoteMethods?.take(signal.id).catch((error) => this.deps.log.warn("remote method result could not be taken", { id: signal.id, error: String(error) }));
     }
+    else if (signal.kind === "deltas") this.deps.deltas?.deliverRemote(signal.nodeId, signal.deltas);
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
       void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }

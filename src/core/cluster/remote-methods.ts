@@ -10,7 +10,7 @@ export interface ClusterRemoteMethodDeps extends RemoteMethodServiceDeps {
 }
 
 /**
- * Remote methods of several nodes (CONTRACT §14). The waiting tool stays on the node that runs
+ * Remote methods of several nodes. The waiting tool stays on the node that runs
  * its session; its method is also a row every node lists (GET /remote-methods/pending) and may
  * answer. The database decides the first answer: it marks the row resolved and signals the
  * waiting node, which takes the result. A timeout or abort removes the row, unless a result got

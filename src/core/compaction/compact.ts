@@ -47,7 +47,7 @@ export interface CompactResult {
 }
 
 /**
- * A manual compaction runs both stages whatever the size (CONTRACT §11), so on a history
+ * A manual compaction runs both stages whatever the size, so on a history
  * that fits in keepRecentTokens it keeps at most this share of the context verbatim;
  * otherwise a small session would have nothing older to prune or summarise.
  */

@@ -1,4 +1,4 @@
-/** Context compaction (CONTRACT §11): pure functions; the run loop stores and calls. See README "Compaction". */
+/** Context compaction: pure functions; the run loop stores and calls. See README "Compaction". */
 export * from "./tokens.js";
 export * from "./overflow.js";
 export * from "./settings.js";

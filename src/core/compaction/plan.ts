@@ -5,7 +5,7 @@
 export type CompactionReason = "auto" | "manual" | "overflow";
 
 /**
- * CONTRACT §11: compact before the next model call when the context after this one is at or
+ * Compact before the next model call when the context after this one is at or
  * above autoThreshold × context_window. `contextSize` is the session's context_size (the
  * provider's prompt + completion tokens of the last call, see tokens.contextTokens()).
  */

@@ -8,7 +8,7 @@ export const MIN_PRUNE_SAVING_TOKENS = 64;
 
 /**
  * Index of the first message of the kept-recent tail: the newest whole messages whose sizes
- * add up to at most `keepRecentTokens` (CONTRACT §11). messages.length when none fits.
+ * add up to at most `keepRecentTokens`. messages.length when none fits.
  */
 export function recentStart(messages: readonly LlmMessage[], keepRecentTokens: number): number {
   let total = 0;

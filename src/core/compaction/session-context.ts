@@ -1,8 +1,8 @@
-import type { EventSink } from "../../base/events.js";
+import type { VeilEventBody } from "../../base/events.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { Logger } from "../../base/log.js";
 import type { TokenUsage } from "../../base/usage.js";
-import { errorMessage, VeilError } from "../../errors.js";
+import { errorMessage, isVeilError, VeilError } from "../../errors.js";
 import type { LlmClient, LlmError, LlmMessage } from "../../llm/types.js";
 import type { MessageRow, Store } from "../../store/store.js";
 import type { Attachment } from "../../tools/types.js";
@@ -36,15 +36,25 @@ export interface CompactionOutcome {
 
 export interface SessionContextDeps {
   sessionId: string;
-  store: Store;
-  events: EventSink;
   ids: IdGenerator;
   log: Logger;
   llm: LlmClient;
-  /** A summarizer call's usage, to add to the session's (and the running turn's) spend; `contextSize` is the session's as it stands. */
+  /** After a compaction was stored, through the same writer's store (e.g. nested instructions are given again). */
+  afterCompaction?(store: ContextWriter["store"]): Promise<void>;
+}
+
+/**
+ * Where a compaction stores what it did: the running turn's recorder (its fenced store, its
+ * events, the turn's cost), or a writer of the session outside any run (an idle session's
+ * manual compaction).
+ */
+export interface ContextWriter {
+  store: Pick<Store, "updateMessageMeta" | "appendMessage" | "setCompacted" | "clearReadMarkers" | "updateSession" | "setSessionMeta">;
+  publish(body: Extract<VeilEventBody, { type: "session.compacted" }>): Promise<unknown>;
+  /** A summarizer call's usage, added to the session's (and the running turn's) spend; `contextSize` is the session's as it stands. */
   spend(usage: TokenUsage, modelKey: string, contextSize: number): Promise<void>;
   /** After a compaction was stored (e.g. drop an engine's own conversation state). */
-  compacted?(): Promise<void>;
+  compacted(): Promise<void>;
 }
 
 /**
@@ -54,7 +64,7 @@ export interface SessionContextDeps {
 const RETRY_GROWTH = 0.05;
 
 /**
- * The model's context of one session (CONTRACT §11), kept beside the runs: the stored rows
+ * The model's context of one session, kept beside the runs: the stored rows
  * (mirrored as the recorder writes them), the compaction state, and the provider's last
  * count. It answers the engine's modelContext() / modelCallFailed() hooks, compacting
  * when the threshold is reached, on an overflow and on request, and stores what a
@@ -70,15 +80,17 @@ export class SessionContext {
   private storedSize = 0;
   private lastView: LlmMessage[] = [];
   private turn: ContextTurn | null = null;
+  private writer: ContextWriter | null = null;
   private manual: { resolve(outcome: CompactionOutcome): void; reject(error: unknown): void }[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private autoFloor = 0;
 
   constructor(private readonly deps: SessionContextDeps) {}
 
-  /** A run (or an idle compaction) starts: the rows as stored now and the turn's model and settings. */
-  begin(turn: ContextTurn, rows: readonly MessageRow[], storedContextSize: number): void {
+  /** A run (or an idle compaction) starts: the rows as stored now, the turn's model and settings, and where its compactions write. */
+  begin(turn: ContextTurn, rows: readonly MessageRow[], storedContextSize: number, writer: ContextWriter): void {
     this.turn = turn;
+    this.writer = writer;
     this.rows = [...rows];
     this.state = compactionStateFromRows(rows);
     this.storedSize = storedContextSize;
@@ -86,6 +98,7 @@ export class SessionContext {
 
   end(): void {
     this.turn = null;
+    this.writer = null;
     this.lastView = [];
   }
 
@@ -141,9 +154,9 @@ export class SessionContext {
   }
 
   /** A manual compaction of a session with no run: now. */
-  async compactNow(turn: ContextTurn, rows: readonly MessageRow[], storedContextSize: number): Promise<CompactionOutcome> {
+  async compactNow(turn: ContextTurn, rows: readonly MessageRow[], storedContextSize: number, writer: ContextWriter): Promise<CompactionOutcome> {
     return this.serial(async () => {
-      this.begin(turn, rows, storedContextSize);
+      this.begin(turn, rows, storedContextSize, writer);
       try {
         return await this.compact("manual");
       } finally {
@@ -183,6 +196,11 @@ export class SessionContext {
     return this.turn;
   }
 
+  private requireWriter(): ContextWriter {
+    if (!this.writer) throw new VeilError("INTERNAL_ERROR", "the session's context was used outside a run");
+    return this.writer;
+  }
+
   private view(): LlmMessage[] {
     return buildModelView(this.requireTurn().systemPrompt, this.rows, this.state);
   }
@@ -209,6 +227,8 @@ export class SessionContext {
       summarizerWindow: turn.summarizerWindow,
       overflowMessage,
     });
+    // The session moved to another node while the summarizer ran (its spend was refused): nothing more is written here.
+    if (isVeilError(result.summaryError) && result.summaryError.code === "LEASE_LOST") throw result.summaryError;
     if (result.summaryError !== undefined) {
       this.deps.log.warn("compaction: the summarizer failed; only old tool outputs were pruned", { sessionId: this.deps.sessionId, error: errorMessage(result.summaryError) });
     }
@@ -218,7 +238,7 @@ export class SessionContext {
     const outcome: CompactionOutcome = { reason, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter, summaryMessageId: result.summary?.id ?? null, changed };
     if (changed || reason === "manual") {
       const { changed: _changed, ...body } = outcome;
-      await this.deps.events.publish(this.deps.sessionId, { type: "session.compacted", ...body });
+      await this.requireWriter().publish({ type: "session.compacted", ...body });
     }
     return outcome;
   }
@@ -228,7 +248,9 @@ export class SessionContext {
    * first, then the summary row, and only then the flags that hide what it replaces.
    */
   private async persist(result: CompactResult): Promise<void> {
-    const { store, sessionId } = this.deps;
+    const { sessionId } = this.deps;
+    const writer = this.requireWriter();
+    const { store } = writer;
     const pruned = new Set(result.prunedIds);
     const compacted = new Set(result.compactedIds);
     for (const row of this.rows) {
@@ -255,7 +277,8 @@ export class SessionContext {
     this.state = result.state;
     this.known = null;
     this.storedSize = result.tokensAfter;
-    await this.deps.compacted?.();
+    await writer.compacted();
+    await this.deps.afterCompaction?.(writer.store);
   }
 
   /** The summarizer model, no tools; its spend counts as the session's. */
@@ -265,11 +288,11 @@ export class SessionContext {
     const current = this.known ? this.known.promptTokens + this.known.completionTokens : this.storedSize;
     for await (const event of this.deps.llm.stream({ modelKey, messages, signal: turn.signal })) {
       if (event.type === "error") {
-        await this.deps.spend(event.usage, event.model, current);
+        await this.requireWriter().spend(event.usage, event.model, current);
         throw new VeilError("LLM_ERROR", `the summarizer model ${modelKey} failed: ${event.error.message}`);
       }
       if (event.type === "done") {
-        await this.deps.spend(event.usage, event.model, current);
+        await this.requireWriter().spend(event.usage, event.model, current);
         return event.message.content ?? "";
       }
     }

@@ -8,7 +8,7 @@ export interface ResolvedCompaction {
   summarizerModel: string;
 }
 
-/** agent.json `compaction` over settings `defaultCompaction`, key by key (CONTRACT §11). */
+/** agent.json `compaction` over settings `defaultCompaction`, key by key. */
 export function resolveCompaction(settings: Pick<Settings, "defaultCompaction" | "summarizerModel">, agent: Pick<AgentConfig, "compaction"> | undefined, sessionModel: string): ResolvedCompaction {
   const merged: CompactionSettings = { ...settings.defaultCompaction, ...stripUndefined(agent?.compaction ?? {}) };
   return {

@@ -4,7 +4,7 @@ import { recentStart } from "./prune.js";
 import { estimateTextTokens } from "./tokens.js";
 import { buildModelView, toolCallIndex, viewMessage, visibleRows, type CompactionState, type HistoryRow } from "./view.js";
 
-/** The fixed template of every summary (CONTRACT §11). */
+/** The fixed template of every summary. */
 export const SUMMARY_SECTIONS = ["Goal", "Decisions and why", "Files read and changed", "Current state", "Open questions", "Next steps"] as const;
 
 export const SUMMARY_SYSTEM_PROMPT = `You compact the history of an AI agent's working session. The agent will continue from your summary alone: the messages it replaces are no longer shown to it. Write the summary in Markdown with exactly these sections, in this order:

@@ -8,7 +8,7 @@ import { userContentOfRow } from "../chat-content.js";
 
 /**
  * What compaction reads of a stored message row (a MessageRow fits). `kind` and
- * `compacted` are the §11 row flags; until the store has columns for them they may live in
+ * `compacted` are the flags a compaction sets on rows; until the store has columns for them they may live in
  * `meta` (`meta.kind`, `meta.compacted`, `meta.pruned`), which compactionStateFromRows() reads too.
  */
 export type HistoryRow = Pick<MessageRow, "id" | "seq" | "role" | "content" | "thinking" | "tool_calls" | "tool_call_id" | "meta"> & {

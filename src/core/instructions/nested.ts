@@ -108,7 +108,7 @@ export function nestedInstructions(resources: ResourceScope, deps: { workspace: 
 }
 
 /** A compaction happened: the session's nested instructions are given again from now on. */
-export async function forgetNestedInstructions(resources: ResourceScope, store: Store, sessionId: string): Promise<void> {
+export async function forgetNestedInstructions(resources: ResourceScope, store: Pick<Store, "setSessionMeta">, sessionId: string): Promise<void> {
   const tracker = resources.peek<NestedInstructions>(RESOURCE_KEY);
   if (tracker) await tracker.forget();
   else await store.setSessionMeta(sessionId, NESTED_INSTRUCTIONS_KEY, null);

@@ -28,7 +28,7 @@ const UNIT_MS: Record<string, number> = {
 const DURATION = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*([a-z]*)$/i;
 
 /**
- * Parses the manual's wake-up delay: "30m", "90s", "2h", or a bare number of
+ * Parses a wake-up delay: "30m", "90s", "2h", or a bare number of
  * minutes ("5", "0.5"). Returns milliseconds; 0 means "cancel". Throws
  * VALIDATION_ERROR for anything else, negatives, and delays over 30 days.
  *

@@ -20,6 +20,11 @@ export class AsyncQueue<T> {
     return new Promise((resolve) => (this.waiter = resolve));
   }
 
+  /** Removes and returns every item not taken yet. */
+  drain(): T[] {
+    return this.items.splice(0);
+  }
+
   close(): void {
     this.closed = true;
     if (this.waiter) {

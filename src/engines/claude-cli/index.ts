@@ -26,7 +26,7 @@ export interface ClaudeCliEngine extends Engine {
 }
 
 /**
- * The claude-cli engine: `cc/<model>` keys run through the Claude Agent SDK (CONTRACT §12).
+ * The claude-cli engine: `cc/<model>` keys run through the Claude Agent SDK.
  * The SDK, the MCP server and the turn machinery load on the first cc/ turn only.
  */
 export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCliEngine {

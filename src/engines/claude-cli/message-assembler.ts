@@ -23,7 +23,7 @@ export interface StreamEvent {
 
 type Block = { kind: "text"; text: string } | { kind: "thinking"; text: string } | { kind: "tool"; id: string; name: string; json: string } | { kind: "other" };
 
-/** Claude's stop_reason in the openai engine's vocabulary (manual, "Streaming events"). */
+/** Claude's stop_reason in the openai engine's vocabulary, so both engines end turns with the same finish reasons. */
 export function mapStopReason(stop: string | null | undefined): string {
   switch (stop) {
     case "end_turn":
@@ -136,7 +136,7 @@ export class MessageAssembler {
       block.text += delta.thinking;
       return [{ type: "thinking_delta", delta: delta.thinking }];
     }
-    // Tool arguments are not streamed to the UI (manual: the known silent window).
+    // Tool arguments are not streamed to the UI: between inference.tool and tool.start the UI sees nothing (a known silent window).
     if (delta.type === "input_json_delta" && block.kind === "tool") block.json += delta.partial_json ?? "";
     return [];
   }

@@ -2,7 +2,7 @@ import type { Clock } from "../../base/clock.js";
 import type { ToolCallRequest } from "../../llm/types.js";
 import type { RunEvent } from "../types.js";
 
-/** tool.progress cadence for native tools (CONTRACT §10: at least every 5 s). */
+/** tool.progress cadence for native tools (at least every 5 s). */
 export const PROGRESS_INTERVAL_MS = 5000;
 
 type ResultBlock = { type?: string; tool_use_id?: string; content?: unknown; is_error?: boolean };

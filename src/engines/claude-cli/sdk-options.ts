@@ -82,7 +82,7 @@ export function childEnv(
   return out;
 }
 
-/** settings.defaultCompaction.autoThreshold (CONTRACT §11), when set. */
+/** settings.defaultCompaction.autoThreshold, when set. */
 export function compactionThreshold(settings: Settings): number | undefined {
   const threshold = settings.defaultCompaction?.autoThreshold;
   return typeof threshold === "number" ? threshold : undefined;

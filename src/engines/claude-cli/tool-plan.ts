@@ -37,7 +37,7 @@ export interface ToolPlan {
 }
 
 /**
- * Which tools a claude-cli run gets (manual, "Engine parity — claude-cli"): every
+ * Which tools a claude-cli run gets (README "The claude-cli engine"): every
  * discoverable custom tool up front, built-ins regardless of the mode's allowlist,
  * `disallowedTools` removing anything, natives from a known-safe allowlist, and a
  * custom tool that collides with an enabled native left unwrapped (with a warning).

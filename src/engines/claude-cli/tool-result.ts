@@ -10,7 +10,7 @@ const EXTENSIONS: Record<string, string> = {
 
 /**
  * A Veil tool result as MCP content. MCP results reach the model as text only here,
- * so attachments are described in appended JSON (manual, "Rich return shapes"); inline
+ * so attachments are described in appended JSON (as for any tool returning attachments); inline
  * data is saved to a temp file whose path is given, so native `Read` can view an image.
  */
 export async function toMcpResult(result: { call: { id: string }; output: string; attachments?: Attachment[]; success: boolean }, attachmentDir: string): Promise<CallToolResult> {

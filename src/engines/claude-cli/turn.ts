@@ -13,7 +13,7 @@ import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
 import { historyPrelude, sdkCommand, toSdkUserMessage } from "./prompt.js";
 import { StderrTail, type ClaudeProcesses } from "./processes.js";
 import { DEFAULT_COMPACTION_THRESHOLD, childEnv, compactionThreshold, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
-import type { RunEvent, RunIO, RunRequest, StopReason } from "../types.js";
+import type { RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
 import { MCP_SERVER_NAME, permissionFor, planTools, type ToolPlan } from "./tool-plan.js";
 import { toMcpResult } from "./tool-result.js";
 import type { ClaudeSdk } from "./sdk-loader.js";
@@ -271,7 +271,13 @@ export class ClaudeTurn {
     if (toolUseId) await this.consumed(toolUseId).promise;
     this.inFlightTools++;
     try {
-      const result = await this.io.executeTool({ id, name, arguments: JSON.stringify(args) });
+      let result: ToolCallResult | undefined;
+      // The call's events go into the run's stream; each step waits until its event was taken.
+      for await (const event of this.io.executeTool({ id, name, arguments: JSON.stringify(args) })) {
+        await this.emitAndWait(event);
+        if (event.type === "tool_finished") result = event.result;
+      }
+      if (!result) return { content: [{ type: "text", text: "Error: INTERNAL_ERROR — the tool call ended without a result" }], isError: true };
       return await toMcpResult(result, join(tmpdir(), "veil-claude-attachments", this.request.sessionId));
     } finally {
       this.inFlightTools--;
@@ -319,7 +325,7 @@ export class ClaudeTurn {
     this.openQuery(this.options(), this.sent);
   }
 
-  /** CONTRACT §11: context_size of the last call at or above autoThreshold of the model's window. */
+  /** The context_size of the last call at or above autoThreshold of the model's window. */
   private needsCompaction(): boolean {
     if (this.compacting || this.lastContext === 0) return false;
     return this.lastContext >= this.threshold() * this.deps.model.context_window;
@@ -364,6 +370,12 @@ export class ClaudeTurn {
     this.out.push({ event, onConsumed });
   }
 
+  /** Resolves once the run's consumer took the event (at once when the turn has ended and drops it). */
+  private emitAndWait(event: RunEvent): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((resolve) => this.out.push({ event, onConsumed: resolve }));
+  }
+
   private describeFailure(text: string): string {
     const cli = this.deps.settings.claudeCli;
     const where = cli?.baseUrl ? ` (base URL ${cli.baseUrl})` : "";
@@ -378,6 +390,8 @@ export class ClaudeTurn {
 
   private async cleanup(): Promise<void> {
     this.ended = true;
+    // Events nobody will take now: whoever waits for them (a tool call's next step) goes on.
+    for (const item of this.out.drain()) item.onConsumed?.();
     this.prompt.end();
     const query = this.query;
     if (!query) return;

@@ -5,6 +5,7 @@ import type { AssistantMessage, LlmClient, LlmError, LlmMessage, StreamEvent, To
 import { formatToolError } from "../../tools/format.js";
 import { toolResultContent } from "../../tools/result-content.js";
 import { addUsage, budgetStop } from "../stop-conditions.js";
+import { runToolCalls } from "../tool-events.js";
 import type { Engine, RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
 
 /** Veil's own loop over an OpenAI-compatible provider: it owns no store, bus or multi-agent state. */
@@ -18,7 +19,7 @@ export function createNativeEngine(deps: { llm: LlmClient }): Engine {
 }
 
 /**
- * One run: model call → tool calls (in parallel) → results → repeat, until the model stops
+ * One run: model call → tool calls (in parallel, their events in the run's stream) → results → repeat, until the model stops
  * or a limit stops it. Everything it does is reported as events; the recorder stores them
  * before the loop goes on (an async generator waits for its consumer).
  */
@@ -88,7 +89,7 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
         results.push(result);
       }
     } else {
-      results.push(...(await Promise.all(calls.map((call) => io.executeTool(call)))));
+      results.push(...(yield* runToolCalls(calls, io)));
     }
     for (const result of results) {
       messages.push({ role: "tool", toolCallId: result.call.id, content: toolResultContent(result.output, result.attachments) });

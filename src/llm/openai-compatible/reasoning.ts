@@ -1,7 +1,7 @@
 import type { ProviderConfig, ReasoningConfig, ReasoningEffort, ReasoningStyle } from "../../config/types.js";
 
 /**
- * Reasoning on the chat-completions wire (CONTRACT §11). One provider setting, `reasoning`,
+ * Reasoning on the chat-completions wire. One provider setting, `reasoning`,
  * names the dialect; by default OpenRouter hosts get "openrouter" and everything else
  * "openai" (vLLM, llama.cpp, Ollama, LM Studio, DeepSeek, Kimi… all read `reasoning_effort`).
  */

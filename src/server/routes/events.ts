@@ -12,7 +12,7 @@ export const MAX_EVENT_PAGE = 10_000;
  * replay from the durable log after `Last-Event-ID` (or `?lastEventId=`); `methods=pending`
  * sends each pending remote method's `method.pending` first, as `GET /remote-methods` does;
  * `?after=N&limit=M&follow=false` on a session answers the stored events as a JSON array
- * instead (CONTRACT §10).
+ * instead.
  */
 export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;

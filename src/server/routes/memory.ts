@@ -5,7 +5,7 @@ import type { AppEnv, ServerState } from "../context.js";
 
 /**
  * GET/PUT /memory/:file and /agents/:name/memory/:file. PUT is a literal,
- * atomic overwrite (the manual's HTTP asymmetry: no dedup, no empty guard).
+ * atomic overwrite (unlike memory_write over HTTP: no dedup, no empty guard).
  * Names are checked so nothing reaches outside the memory folder.
  */
 export function memoryRoutes(app: Hono<AppEnv>, state: ServerState): void {

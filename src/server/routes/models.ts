@@ -11,7 +11,7 @@ export interface ModelEntry {
   owned_by: string;
 }
 
-/** Prefix of the model ids that name an agent (CONTRACT §17). */
+/** Prefix of the model ids that name an agent. */
 export const AGENT_MODEL_PREFIX = "agent/";
 
 /**

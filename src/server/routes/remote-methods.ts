@@ -11,7 +11,7 @@ export const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) })
 export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
 
 /**
- * The manual's Remote Method Execution endpoints:
+ * The remote-method endpoints (custom tools' `_remoteMethodExecution`, README "Wake-ups and remote methods"):
  * - `GET /remote-methods` (SSE): every pending method first (`method.pending`), then live
  *   `method.pending` / `method.done` for all sessions.
  * - `POST /remote-methods/:id/result` `{ result }` → `200 { ok: true, id }`, or

@@ -33,7 +33,7 @@ export const ChatBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The public row (CONTRACT §5) plus the extra fields clients find useful. */
+/** The public row plus the extra fields clients find useful. */
 export function publicSession(row: SessionRow) {
   return {
     id: row.id,

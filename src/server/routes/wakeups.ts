@@ -15,7 +15,7 @@ export const ArmBody = Type.Object(
 );
 
 /**
- * The manual's wake-up schedule over HTTP (CONTRACT §5):
+ * The session's wake-up schedule (schedule_wakeup's) over HTTP:
  * - `GET /sessions/:id/wakeup` → `{ wakeup: { time, message, loop, nextFireAt, intervalMs } | null }`
  * - `POST /sessions/:id/wakeup` `{ time, message?, loop? }` → `{ wakeup }` (`time: "0"` cancels → `{ wakeup: null }`)
  * - `DELETE /sessions/:id/wakeup` → `{ ok: true, removed, wakeup: null }`

@@ -4,4 +4,5 @@ export const CHANNELS = {
   events: "veil_events",
   control: "veil_control",
   remoteResult: "veil_remote_result",
+  deltas: "veil_deltas",
 } as const;

@@ -33,6 +33,8 @@ export const CLUSTER_SQL = {
   checkFence: "SELECT 1 FROM leases WHERE session_id = $1 AND node_id = $2 AND generation = $3 AND NOT released FOR SHARE",
 
   sendControl: "SELECT pg_notify($1, $2)",
+  // In array order (a transaction's notifications are delivered in the order sent).
+  sendDeltas: "SELECT pg_notify($1, p) FROM (SELECT p FROM unnest($2::text[]) WITH ORDINALITY AS t (p, o) ORDER BY o) AS ordered",
 
   // The primary key makes the claim; claims a day older than this due time are dropped
   // (the wake-up row itself has long moved on by then).

@@ -1,16 +1,9 @@
 import type pg from "pg";
-import { VeilError } from "../../errors.js";
+import { MIGRATIONS_TABLE, runMigrations, type Migration } from "../migrations.js";
 import { FENCE_FUNCTION } from "./fenced-sql.js";
 
-/**
- * One schema step, applied once, in ascending order, and recorded in `schema_migrations`.
- * Never edit a shipped migration: add a new one.
- */
-export interface PgMigration {
-  version: number;
-  name: string;
-  up: string;
-}
+/** A PostgreSQL step: an SQL script. */
+export type PgMigration = Migration<string>;
 
 /*
  * Mirrors the SQLite schema (timestamps ISO-8601 TEXT, JSON values TEXT so they come back
@@ -137,7 +130,7 @@ CREATE INDEX audit_kind ON audit (kind);
 `;
 
 /*
- * The durable event log (CONTRACT §10). gseq comes from the one-row counter, not a
+ * The durable event log. gseq comes from the one-row counter, not a
  * sequence: bumping the counter holds its row lock until the appending transaction
  * commits, so appends commit in gseq order and a reader that has seen gseq N has seen
  * every event below N (a sequence hands out numbers that may commit out of order, and a
@@ -216,37 +209,20 @@ const MIGRATION_LOCK = [0x7665696c, 1] as const;
  * transaction-scoped advisory lock: when several nodes start at once, one migrates and the
  * others wait, then find nothing left to do. Returns the versions this call applied.
  */
-export async function applyPgMigrations(
-  client: pg.PoolClient,
-  nowIso: string,
-  migrations: readonly PgMigration[] = PG_MIGRATIONS,
-): Promise<number[]> {
-  const ordered = [...migrations].sort((a, b) => a.version - b.version);
-  const latestKnown = ordered.at(-1)?.version ?? 0;
+export async function applyPgMigrations(client: pg.PoolClient, nowIso: string, migrations: readonly PgMigration[] = PG_MIGRATIONS): Promise<number[]> {
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1, $2)", [...MIGRATION_LOCK]);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY,
-      name TEXT NOT NULL,
-      applied_at TEXT NOT NULL
-    )`);
-    const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
-    const applied = new Set(rows.map((r) => r.version));
-    const newest = Math.max(0, ...applied);
-    if (newest > latestKnown) {
-      throw new VeilError(
-        "CONFIG_ERROR",
-        `Database schema version ${newest} is newer than this build of veil supports (${latestKnown}); upgrade veil.`,
-      );
-    }
-    const done: number[] = [];
-    for (const migration of ordered) {
-      if (applied.has(migration.version)) continue;
-      await client.query(migration.up);
-      await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [migration.version, migration.name, nowIso]);
-      done.push(migration.version);
-    }
+    await client.query(MIGRATIONS_TABLE);
+    const done = await runMigrations(
+      {
+        applied: async () => (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version),
+        run: async (up) => void (await client.query(up)),
+        record: async (version, name, at) => void (await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [version, name, at])),
+      },
+      migrations,
+      nowIso,
+    );
     await client.query("COMMIT");
     return done;
   } catch (error) {

@@ -5,7 +5,7 @@ import type { AuditRow, TodoItem, WakeupRow } from "../store.js";
 import type { Lease } from "../cluster.js";
 import type { Database, Queryable } from "./database.js";
 import type { FenceableStatement } from "./fenced-sql.js";
-import { auditFromRaw, type RawAudit } from "./rows.js";
+import { auditFromRaw, wakeupFromRaw, type RawAudit, type RawWakeup } from "../rows.js";
 
 /**
  * The pool under PgStore, how its writes are fenced (see PgStore), and the session's side
@@ -72,8 +72,8 @@ export abstract class PgSideTables {
   }
 
   async getWakeup(sessionId: string): Promise<WakeupRow | undefined> {
-    const { rows } = await this.direct("get wake-up", sessionId, (on) => on.run<WakeupRow>("getWakeup", [sessionId]));
-    return rows[0];
+    const { rows } = await this.direct("get wake-up", sessionId, (on) => on.run<RawWakeup>("getWakeup", [sessionId]));
+    return rows[0] && wakeupFromRaw(rows[0]);
   }
 
   async deleteWakeup(sessionId: string): Promise<void> {
@@ -81,8 +81,8 @@ export abstract class PgSideTables {
   }
 
   async listWakeups(): Promise<WakeupRow[]> {
-    const { rows } = await this.direct("list wake-ups", undefined, (on) => on.run<WakeupRow>("listWakeups", []));
-    return rows;
+    const { rows } = await this.direct("list wake-ups", undefined, (on) => on.run<RawWakeup>("listWakeups", []));
+    return rows.map(wakeupFromRaw);
   }
 
   /** Any JSON value; `undefined` deletes the key (JSON has no undefined). */

@@ -22,7 +22,7 @@ import type { Database, Queryable } from "./database.js";
 import type { FenceableStatement } from "./fenced-sql.js";
 import { PgSideTables } from "./pg-side-tables.js";
 import { updateSessionFence } from "./fenced-sql.js";
-import { inboxFromRaw, messageFromPg, sessionFromRaw, toJson, type PgMessage, type RawInbox, type RawSession } from "./rows.js";
+import { inboxFromRaw, messageFromRaw, sessionFromRaw, toJson, type RawInbox, type RawMessage, type RawSession } from "../rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
 
 /**
@@ -112,14 +112,14 @@ export class PgStore extends PgSideTables implements Store {
 
   async listMessages(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<MessageRow[]> {
     const { rows } = await this.direct("list messages", sessionId, (on) =>
-      on.run<PgMessage>("listMessages", [sessionId, options.afterSeq ?? 0, limitOf(options.limit)]),
+      on.run<RawMessage>("listMessages", [sessionId, options.afterSeq ?? 0, limitOf(options.limit)]),
     );
-    return rows.map(messageFromPg);
+    return rows.map(messageFromRaw);
   }
 
   async getMessage(id: string): Promise<MessageRow | undefined> {
-    const { rows } = await this.direct("get message", undefined, (on) => on.run<PgMessage>("getMessage", [id]));
-    return rows[0] && messageFromPg(rows[0]);
+    const { rows } = await this.direct("get message", undefined, (on) => on.run<RawMessage>("getMessage", [id]));
+    return rows[0] && messageFromRaw(rows[0]);
   }
 
   async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {

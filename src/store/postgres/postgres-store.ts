@@ -1,12 +1,12 @@
 import { systemClock, type Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
-import type { ClusterSignal, ClusterStore, ControlAction, Lease, LeaseInfo, RemoteMethodRow, SignalSubscription, SubscribeOptions } from "../cluster.js";
+import type { ClusterSignal, ClusterStore, ControlAction, Lease, LeaseInfo, LiveDelta, RemoteMethodRow, SignalSubscription, SubscribeOptions } from "../cluster.js";
 import type { NewStoredEvent, Store, StoredEvent } from "../store.js";
 import { checkDatabaseUrl, DEFAULT_RETRY, type RetryPolicy } from "./connection.js";
 import { Database } from "./database.js";
 import { applyPgMigrations } from "./migrations.js";
 import { PgStore } from "./pg-store.js";
-import { controlPayload, listenForSignals } from "./signals.js";
+import { controlPayload, deltaPayloads, listenForSignals } from "./signals.js";
 import { CHANNELS } from "./sql.js";
 
 export interface PostgresStoreOptions {
@@ -121,6 +121,13 @@ export class PostgresStore extends PgStore implements ClusterStore {
         await subscription.close();
       },
     };
+  }
+
+  async sendDeltas(nodeId: string, deltas: readonly LiveDelta[]): Promise<void> {
+    const payloads = deltaPayloads(nodeId, deltas);
+    if (payloads.length === 0) return;
+    // One statement: the notifications go out in this order, together.
+    await this.direct("send deltas", undefined, (on) => on.run("sendDeltas", [CHANNELS.deltas, payloads]));
   }
 
   async sendControl(sessionId: string, action: ControlAction, data?: Record<string, unknown>): Promise<void> {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
-import type { ClusterSignal, ControlAction, SignalSubscription, SubscribeOptions } from "../cluster.js";
+import type { ClusterSignal, ControlAction, LiveDelta, SignalSubscription, SubscribeOptions } from "../cluster.js";
 import { redactUrl, type RetryPolicy } from "./connection.js";
 import { CHANNELS } from "./sql.js";
 
@@ -22,6 +22,11 @@ export function parseSignal(channel: string, payload: string | undefined): Clust
         const data = body.data && typeof body.data === "object" ? (body.data as Record<string, unknown>) : undefined;
         return { kind: "control", sessionId: body.sessionId, action: body.action, ...(data ? { data } : {}) };
       }
+      case CHANNELS.deltas: {
+        const body = JSON.parse(text) as { n?: unknown; d?: unknown };
+        if (typeof body.n !== "string" || !Array.isArray(body.d)) return undefined;
+        return { kind: "deltas", nodeId: body.n, deltas: body.d as LiveDelta[] };
+      }
       case CHANNELS.remoteResult: {
         const body = JSON.parse(text) as { id?: unknown; nodeId?: unknown };
         return typeof body.id === "string" && typeof body.nodeId === "string" ? { kind: "remote-result", id: body.id, nodeId: body.nodeId } : undefined;
@@ -36,6 +41,46 @@ export function parseSignal(channel: string, payload: string | undefined): Clust
 
 function isControlAction(value: unknown): value is ControlAction {
   return value === "cancel" || value === "suspend" || value === "resume" || value === "close" || value === "compact";
+}
+
+/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more; this leaves room for the envelope. */
+const DELTA_PAYLOAD_BYTES = 7000;
+
+/**
+ * The payloads of `deltas`, in order, each under the NOTIFY limit. A delta too large for one
+ * notification is cut into several of the same type, its text in consecutive pieces.
+ */
+export function deltaPayloads(nodeId: string, deltas: readonly LiveDelta[]): string[] {
+  const payloads: string[] = [];
+  let batch: LiveDelta[] = [];
+  let bytes = 0;
+  const close = () => {
+    // `s` keeps two payloads with the same deltas apart (a transaction folds identical notifications into one).
+    if (batch.length) payloads.push(JSON.stringify({ n: nodeId, s: payloads.length, d: batch }));
+    batch = [];
+    bytes = 0;
+  };
+  for (const delta of deltas.flatMap(splitDelta)) {
+    const size = Buffer.byteLength(JSON.stringify(delta));
+    if (bytes + size > DELTA_PAYLOAD_BYTES) close();
+    batch.push(delta);
+    bytes += size;
+  }
+  close();
+  return payloads;
+}
+
+/** Pieces of at most this many characters (4 bytes each at worst in UTF-8, 6 when escaped in JSON). */
+const PIECE_CHARS = Math.floor(DELTA_PAYLOAD_BYTES / 8);
+
+function splitDelta(delta: LiveDelta): LiveDelta[] {
+  const body = delta.body as { content?: unknown; chunk?: unknown };
+  const field = typeof body.content === "string" ? "content" : typeof body.chunk === "string" ? "chunk" : null;
+  if (!field || Buffer.byteLength(JSON.stringify(delta)) <= DELTA_PAYLOAD_BYTES) return [delta];
+  const text = [...(body[field] as string)];
+  const pieces: LiveDelta[] = [];
+  for (let i = 0; i < text.length; i += PIECE_CHARS) pieces.push({ ...delta, body: { ...delta.body, [field]: text.slice(i, i + PIECE_CHARS).join("") } as LiveDelta["body"] });
+  return pieces;
 }
 
 export function controlPayload(sessionId: string, action: ControlAction, data?: Record<string, unknown>): string {

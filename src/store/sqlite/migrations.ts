@@ -1,16 +1,8 @@
 import type Database from "better-sqlite3";
-import { VeilError } from "../../errors.js";
+import { MIGRATIONS_TABLE, runMigrations, type Migration as StoreMigration } from "../migrations.js";
 
-/**
- * One schema step. Versions are applied in ascending order, each exactly once, and are
- * recorded in `schema_migrations`. Never edit a shipped migration: add a new one.
- */
-export interface Migration {
-  version: number;
-  name: string;
-  /** SQL script, or a function for steps that need logic (data back-fills). */
-  up: string | ((db: Database.Database) => void);
-}
+/** A SQLite step: an SQL script, or a function for steps that need logic (data back-fills). */
+export type Migration = StoreMigration<string | ((db: Database.Database) => void)>;
 
 /*
  * Conventions: timestamps are ISO-8601 TEXT, JSON values are TEXT, booleans are 0/1.
@@ -44,7 +36,7 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_parent ON sessions (parent_session_id);
 CREATE INDEX sessions_status ON sessions (status);
--- agent_spawn: an instance_name is unique under its parent (manual: VALIDATION_ERROR when reused).
+-- agent_spawn: an instance_name is unique under its parent (reusing one is a VALIDATION_ERROR).
 CREATE UNIQUE INDEX sessions_parent_instance ON sessions (parent_session_id, instance_name)
   WHERE parent_session_id IS NOT NULL AND instance_name IS NOT NULL;
 
@@ -133,7 +125,7 @@ CREATE INDEX audit_session ON audit (session_id);
 CREATE INDEX audit_kind ON audit (kind);
 `;
 
-/** The durable event log (CONTRACT §10); gseq is the rowid, so it only grows. */
+/** The durable event log; gseq is the rowid, so it only grows. */
 const EVENT_LOG = `
 CREATE TABLE events (
   gseq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -160,38 +152,20 @@ export const MIGRATIONS: readonly Migration[] = [
  * processes opening the same file at once apply each step exactly once. Returns the
  * versions it applied (empty when the database was already current).
  */
-export function applyMigrations(
-  db: Database.Database,
-  nowIso: string,
-  migrations: readonly Migration[] = MIGRATIONS,
-): number[] {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-  )`);
-  const ordered = [...migrations].sort((a, b) => a.version - b.version);
-  const latestKnown = ordered.at(-1)?.version ?? 0;
-  const run = db.transaction((): number[] => {
-    const rows = db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[];
-    const applied = new Set(rows.map((r) => r.version));
-    const newest = Math.max(0, ...applied);
-    if (newest > latestKnown) {
-      throw new VeilError(
-        "CONFIG_ERROR",
-        `Database schema version ${newest} is newer than this build of veil supports (${latestKnown}); upgrade veil.`,
-      );
-    }
-    const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-    const done: number[] = [];
-    for (const migration of ordered) {
-      if (applied.has(migration.version)) continue;
-      if (typeof migration.up === "string") db.exec(migration.up);
-      else migration.up(db);
-      record.run(migration.version, migration.name, nowIso);
-      done.push(migration.version);
-    }
-    return done;
-  });
+export function applyMigrations(db: Database.Database, nowIso: string, migrations: readonly Migration[] = MIGRATIONS): number[] {
+  db.exec(MIGRATIONS_TABLE);
+  const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+  const run = db.transaction(
+    () =>
+      runMigrations(
+        {
+          applied: () => (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+          run: (up) => (typeof up === "string" ? void db.exec(up) : up(db)),
+          record: (version, name, at) => void record.run(version, name, at),
+        },
+        migrations,
+        nowIso,
+      ) as number[],
+  );
   return run.immediate();
 }

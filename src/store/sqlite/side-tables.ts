@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { Clock } from "../../base/clock.js";
 import { VeilError } from "../../errors.js";
 import type { AuditRow, TodoItem, WakeupRow } from "../store.js";
-import { auditFromRaw, wakeupFromRaw, type RawAudit, type RawWakeup } from "./rows.js";
+import { auditFromRaw, wakeupFromRaw, type RawAudit, type RawWakeup } from "../rows.js";
 import { prepareStatements, type Statements } from "./statements.js";
 
 /**

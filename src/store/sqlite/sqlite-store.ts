@@ -31,7 +31,7 @@ import {
   type RawInbox,
   type RawMessage,
   type RawSession,
-} from "./rows.js";
+} from "../rows.js";
 import { SqliteSideTables } from "./side-tables.js";
 
 export interface SqliteStoreOptions {

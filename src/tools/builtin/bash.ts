@@ -92,7 +92,7 @@ function checkedDir(workspace: string, dir: string): string {
 }
 
 /**
- * `exit code: N` is the first line when N ≠ 0, as the manual's "prefix"; notes about the
+ * `exit code: N` is the first line when N ≠ 0, a prefix the model can rely on; notes about the
  * shell itself (timeout, restart, ignored workingDir) come last, after the output.
  */
 function render(run: ForegroundRun, timeoutS: number, isolation: string): ToolOutcome {

@@ -22,7 +22,7 @@ import { webSearch } from "./web-search.js";
 import { writeFile } from "./write-file.js";
 
 /**
- * The built-in tools (tier 1) in the manual's order. The three multi-agent tools drive
+ * The built-in tools (tier 1) in their documented order (the README's table). The three multi-agent tools drive
  * sessions, so they live in core/agents and come in through `agentTools`; the full set of 24
  * is core/builtins.ts `allBuiltinTools()`.
  */

@@ -19,7 +19,7 @@ export const logWrite = defineTool({
   async execute(input, ctx) {
     const level = input.level ?? "info";
     ctx.log[level](input.message, { sessionId: ctx.sessionId, source: "log_write", ...(input.metadata ? { metadata: input.metadata } : {}) });
-    await ctx.store.addAudit({ session_id: ctx.sessionId, kind: "log_write", data: { level, message: input.message, metadata: input.metadata ?? null } });
+    await ctx.audit("log_write", { level, message: input.message, metadata: input.metadata ?? null });
     return { output: input.message, details: { level } };
   },
 });

@@ -21,7 +21,7 @@ export const memoryRead = defineTool({
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {
     const scope = input.scope ?? "agent";
-    const filePath = memoryPathForScope(ctx.config.paths.memoryDir, scope, ctx.agent.name);
+    const filePath = memoryPathForScope(ctx.paths.memoryDir, scope, ctx.agent.name);
     const text = (await readMemoryFile(filePath)) ?? "";
     if (text.length <= MAX_OUTPUT_CHARS) return { output: text, details: { scope, filePath, chars: text.length } };
     return { output: newestWithin(text, MAX_OUTPUT_CHARS), details: { scope, filePath, chars: text.length, truncated: true } };

@@ -35,7 +35,7 @@ export const memorySearch = defineTool({
   async execute(input: Static<typeof Params>, ctx) {
     const scope = input.scope ?? "agent";
     const limit = input.maxResults ?? DEFAULT_RESULTS;
-    const filePath = memoryPathForScope(ctx.config.paths.memoryDir, scope, ctx.agent.name);
+    const filePath = memoryPathForScope(ctx.paths.memoryDir, scope, ctx.agent.name);
     const cache = ctx.runtime.get(INDEX_CACHE_KEY, () => new MemoryIndexCache());
     const indexed = await cache.load(filePath);
     if (!indexed || indexed.entries.length === 0) {

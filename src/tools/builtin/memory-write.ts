@@ -26,17 +26,13 @@ export const memoryWrite = defineTool({
     const content = typeof input.content === "string" ? input.content.trim() : "";
     if (content.length === 0) return JSON.stringify({ status: "skipped_empty", filePath: null });
 
-    const filePath = memoryPathForScope(ctx.config.paths.memoryDir, scope, ctx.agent.name);
+    const filePath = memoryPathForScope(ctx.paths.memoryDir, scope, ctx.agent.name);
     const locks = ctx.runtime.get(MEMORY_LOCKS_KEY, () => new MemoryLocks());
     const timestamp = new Date(ctx.clock.now()).toISOString();
     const result = await locks.run(filePath, () => appendMemoryEntry(filePath, content, timestamp));
 
     if (result.status !== "skipped_duplicate") {
-      await ctx.store.addAudit({
-        session_id: ctx.sessionId,
-        kind: "memory.write",
-        data: { scope, agent: ctx.agent.name, filePath, status: result.status, chars: content.length, timestamp },
-      });
+      await ctx.audit("memory.write", { scope, agent: ctx.agent.name, filePath, status: result.status, chars: content.length, timestamp });
     }
     return { output: JSON.stringify(result), details: { scope, ...result } };
   },

@@ -19,7 +19,7 @@ const STREAM_THRESHOLD_BYTES = 8 * 1024 * 1024;
 /**
  * One read_file answer holds at most 256 KB (UTF-8) of numbered lines, whatever offset/limit
  * ask for; past it the answer ends with a footer naming the cap and the lines shown. Far
- * above what 2000 ordinary lines take, so the manual's 2000-line default is what users meet.
+ * above what 2000 ordinary lines take, so the documented 2000-line default is what users meet.
  */
 export const READ_MAX_BYTES = 256 * 1024;
 const READ_CAP: OutputCap = { max: READ_MAX_BYTES, measure: (text) => Buffer.byteLength(text, "utf8"), label: "256 KB" };

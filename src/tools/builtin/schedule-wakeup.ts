@@ -16,7 +16,7 @@ const Params = Type.Object(
 );
 
 /**
- * The manual's `schedule_wakeup`: one schedule per session (arming replaces),
+ * `schedule_wakeup`: one schedule per session (arming replaces),
  * `"0"` cancels, `loop` re-arms. Delivery, persistence and the suspended/closed
  * rules live in the runtime's wake-up service.
  */

@@ -12,7 +12,7 @@ export const todoRead = defineTool({
   params: Params,
   readOnly: true,
   async execute(_input, ctx) {
-    const todos = await ctx.store.getTodos(ctx.sessionId);
+    const todos = await ctx.todos.get();
     return { output: renderTodos(todos), details: { todos } };
   },
 });

@@ -50,7 +50,7 @@ export const todoWrite = defineTool({
       seen.set(todo.id, i);
     });
     const todos: TodoItem[] = input.todos.map(({ id, content, status, priority }) => ({ id, content, status, priority }));
-    await ctx.store.setTodos(ctx.sessionId, todos);
+    await ctx.todos.set(todos);
     await ctx.emit({ type: "todo.updated", todos });
     return { output: renderTodos(todos), details: { todos } };
   },

@@ -12,7 +12,7 @@ const Params = Type.Object(
 
 /**
  * Tier 4: puts a custom tool's schema into tools[] from the next model call on.
- * Deviation from the manual: a tool the agent's mode does not allow answers
+ * On purpose (and said in the README): a tool the agent's mode does not allow answers
  * PERMISSION_DENIED instead of a false `{ activated }`.
  */
 export const toolActivate = defineTool({

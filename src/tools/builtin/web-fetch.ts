@@ -6,7 +6,7 @@ import { preview } from "../format.js";
 import type { FetchedResponse } from "../shared/web/safe-fetch.js";
 import { PageCache, type CachedDocument } from "../shared/web/page-cache.js";
 
-/** Text-mode page size, from the manual. */
+/** Text-mode page size: web_fetch answers at most this many characters per page. */
 export const PAGE_SIZE = 50_000;
 /** json and base64 are not paginated; their output stops here. */
 const MAX_UNPAGED_CHARS = PAGE_SIZE;
@@ -103,7 +103,7 @@ function pageCount(text: string): number {
   return Math.max(1, Math.ceil(text.length / PAGE_SIZE));
 }
 
-/** One page with the manual's header and footer; a single-page document is returned bare. */
+/** One page with web_fetch's page header and footer; a single-page document is returned bare. */
 export function renderPage(doc: CachedDocument, page: number): string {
   const total = doc.text.length;
   const pages = pageCount(doc.text);

@@ -98,7 +98,7 @@ function main(): void {
     if (hit && hit.version === version) return hit.execute;
     const folder = dirname(file) + sep;
     for (const key of Object.keys(ModuleInternals._cache)) if (key.startsWith(folder)) delete ModuleInternals._cache[key];
-    // Compiled as CommonJS whatever the surrounding package.json says (the manual's contract).
+    // Compiled as CommonJS whatever the surrounding package.json says: tool folders are promised that.
     const mod = new ModuleInternals(file, null);
     mod.filename = file;
     mod.paths = ModuleInternals._nodeModulePaths(dirname(file));

@@ -61,7 +61,7 @@ export function parseManifest(text: string, checkSchema: (schema: Record<string,
 }
 
 /**
- * The manual's rule of thumb: a tool using `_remoteMethodExecution` (default 120 s)
+ * The rule of thumb: a tool using `_remoteMethodExecution` (default 120 s)
  * needs `timeout` ≥ timeoutMs / 1000 + 5. Returns a warning, or null.
  */
 export function remoteTimeoutWarning(source: string, timeoutSeconds: number): string | null {

@@ -1,5 +1,5 @@
 /**
- * The service behind `_remoteMethodExecution` (manual: "Remote Method Execution").
+ * The service behind `_remoteMethodExecution` (README "Wake-ups and remote methods").
  * Registered by the server as `services.remoteMethods`; resolves with the UI's
  * `result`, rejects on timeout or abort.
  */

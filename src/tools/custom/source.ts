@@ -4,7 +4,7 @@ import { ToolError } from "../../errors.js";
 import { callWithProviderFallback } from "../../llm/provider-api.js";
 import type { CustomToolSource } from "../registry.js";
 import { compiledEntry } from "../shared/compiled-entry.js";
-import type { Logger, RegisteredTool, ResourceScope, ToolContext, ToolServices } from "../types.js";
+import type { Logger, RegisteredTool, ResourceScope, ToolContext } from "../types.js";
 import { sharedValidators } from "../../base/validation.js";
 import { ToolFolderScanner, type BrokenToolFolder, type ToolFolder, type ToolScope } from "./discovery.js";
 import { callContext, childEnv, modelInput } from "./injected.js";
@@ -18,8 +18,6 @@ export interface CustomToolSourceOptions {
   log: Logger;
   /** Runtime resources: owns the pool of tool processes (disposed at shutdown). */
   resources: ResourceScope;
-  /** Runtime services (remoteMethods is looked up here when a call's ctx lacks it). */
-  services: ToolServices;
   /** Heap cap of a tool process in MB. default: 512 */
   maxOldSpaceMb?: number;
   /** Idle tool processes kept ready. default: 1 */
@@ -37,7 +35,7 @@ export interface FolderToolSource extends CustomToolSource {
 }
 
 const POOL_KEY = "custom-tools.pool";
-/** Remote-method default (manual): 120 s. */
+/** How long a remote method waits for its result unless the tool says otherwise: 120 s. */
 const REMOTE_DEFAULT_TIMEOUT_MS = 120_000;
 
 /**
@@ -46,7 +44,7 @@ const REMOTE_DEFAULT_TIMEOUT_MS = 120_000;
  * unchanged folder.
  */
 export function createCustomToolSource(options: CustomToolSourceOptions): FolderToolSource {
-  const { config, log, resources, services } = options;
+  const { config, log, resources } = options;
   const checkSchema = createSchemaChecker();
   const pool = (): ChildPool =>
     resources.get(
@@ -107,7 +105,7 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
 
   const serveRpc = async (method: RpcMethod, params: Record<string, unknown>, push: (text: string) => void, ctx: ToolContext, signal: AbortSignal): Promise<unknown> => {
     if (method === "remote") {
-      const remote = ctx.services.remoteMethods ?? services.remoteMethods;
+      const remote = ctx.services.remoteMethods;
       if (!isRemoteMethods(remote)) {
         throw new ToolError("TOOL_CONTEXT_INVALID", "_remoteMethodExecution is not available: this runtime has no remote-method service (start the server with `veil serve`)");
       }

@@ -11,7 +11,7 @@ export interface PreparedWrite extends WriteTarget {
   stats?: Stats;
 }
 
-type WriteContext = Pick<ToolContext, "workspace" | "settings" | "config" | "session" | "store" | "sessionId">;
+type WriteContext = Pick<ToolContext, "workspace" | "settings" | "paths" | "session" | "readMarkers">;
 
 /**
  * Everything write_file and edit_file check before touching a file, in order:

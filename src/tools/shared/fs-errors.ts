@@ -2,7 +2,7 @@ import { lstat, stat } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { ToolError } from "../../errors.js";
 
-/** stat() that fails the way the manual names: FILE_NOT_FOUND, BROKEN_SYMLINK, PERMISSION_DENIED. */
+/** stat() that fails with the file tools' codes: FILE_NOT_FOUND, BROKEN_SYMLINK, PERMISSION_DENIED. */
 export async function statForTool(absolute: string, what: "file" | "directory" | "path" = "path"): Promise<Stats> {
   try {
     return await stat(absolute);

@@ -39,8 +39,8 @@ export interface PathPolicy {
   secretFiles: string[];
 }
 
-export function pathPolicyFromContext(ctx: Pick<ToolContext, "workspace" | "settings" | "config">): PathPolicy {
-  const paths = ctx.config?.paths;
+export function pathPolicyFromContext(ctx: Pick<ToolContext, "workspace" | "settings" | "paths">): PathPolicy {
+  const paths = ctx.paths;
   const runtimeDirs = [join(ctx.workspace, ".veil")];
   if (paths?.projectDir) runtimeDirs.push(paths.projectDir);
   if (paths?.homeDir) runtimeDirs.push(paths.homeDir);

@@ -35,18 +35,18 @@ export function readTracker(ctx: Pick<ToolContext, "session">): ReadTracker {
 }
 
 /** Records both gates after a read or a write of `realPath`. */
-export async function recordRead(ctx: Pick<ToolContext, "session" | "store" | "sessionId">, realPath: string, mtimeMs?: number): Promise<void> {
+export async function recordRead(ctx: Pick<ToolContext, "session" | "readMarkers">, realPath: string, mtimeMs?: number): Promise<void> {
   const mtime = mtimeMs ?? (await stat(realPath)).mtimeMs;
   readTracker(ctx).record(realPath, mtime);
-  await ctx.store.markRead(ctx.sessionId, realPath);
+  await ctx.readMarkers.mark(realPath);
 }
 
 /**
  * The must-have-read, post-restart and concurrent-edit gates for changing an existing
  * file. `shown` is the path as the model gave it.
  */
-export async function checkWriteGate(ctx: Pick<ToolContext, "session" | "store" | "sessionId">, realPath: string, shown: string): Promise<void> {
-  if (!(await ctx.store.hasRead(ctx.sessionId, realPath))) {
+export async function checkWriteGate(ctx: Pick<ToolContext, "session" | "readMarkers">, realPath: string, shown: string): Promise<void> {
+  if (!(await ctx.readMarkers.has(realPath))) {
     throw new ToolError("FILE_NOT_READ", `${shown} already exists and has not been read in this session. Read it with read_file first, then retry.`);
   }
   const recorded = readTracker(ctx).get(realPath);

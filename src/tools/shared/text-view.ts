@@ -5,7 +5,7 @@ export const DEFAULT_READ_LINES = 2000;
 /** One very long line (minified code) is cut so it cannot eat the whole budget. */
 export const MAX_LINE_CHARS = 2000;
 
-/** `   1 | text`: the manual's line-numbered form; tabs stay real tabs. */
+/** `   1 | text`: read_file's line-numbered form; tabs stay real tabs. */
 export function numberLine(lineNumber: number, text: string): string {
   const shown = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line truncated: ${text.length} chars]` : text;
   return `${String(lineNumber).padStart(4)} | ${shown}`;
@@ -38,7 +38,7 @@ export interface OutputCap {
 export const CHAR_CAP: OutputCap = { max: MAX_OUTPUT_CHARS, measure: (text) => text.length, label: `${MAX_OUTPUT_CHARS} chars` };
 
 /**
- * Renders lines as read_file does: numbered, 2000-line default with the manual's footer
+ * Renders lines as read_file does: numbered, 2000-line default with read_file's footer
  * when neither offset nor limit is given, and a line-aware size cap (`cap`) with its own footer.
  */
 export function renderLines(lines: string[], window: TextWindow = {}, totalLines = lines.length, firstLineNumber = 1, cap: OutputCap = CHAR_CAP): string {
@@ -69,7 +69,7 @@ export function renderLines(lines: string[], window: TextWindow = {}, totalLines
   return text;
 }
 
-/** Sizes as the manual writes them: `512 B`, `45 KB`, `128.5 KB`, `1.2 MB`. */
+/** Sizes as the tools write them: `512 B`, `45 KB`, `128.5 KB`, `1.2 MB`. */
 export function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   const units = ["KB", "MB", "GB", "TB"];

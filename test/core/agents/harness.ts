@@ -3,6 +3,8 @@
  * a fake-LLM router that picks a reply script by the request's system prompt, direct
  * tool calls from a session (as the loop makes them), and waits on bus events.
  */
+import { SessionWriter } from "../../../src/core/session-writer.js";
+import { buildToolContext, type ToolTurn } from "../../../src/core/tool-context.js";
 import { formatThrown } from "../../../src/tools/format.js";
 import type { RegisteredTool, ToolContext, ToolOutcome } from "../../../src/tools/types.js";
 import { modelInfo, pickModelKey } from "../../../src/llm/models.js";
@@ -86,27 +88,23 @@ export async function createAgentsHarness(options: RuntimeHarnessOptions & { age
     const session = await runtime.sessions.get(sessionId);
     const agent = runtime.agents()[session.agent]!;
     const modelKey = pickModelKey({ session: session.model, agent: agent.model, settings: runtime.config.settings });
-    const ctx: ToolContext = {
+    const turn: ToolTurn = {
       sessionId,
       agent,
       mode: session.mode,
-      workspace: runtime.config.paths.workspace,
-      config: runtime.config,
+      paths: runtime.config.paths,
       settings: runtime.config.settings,
       modelKey,
       model: modelInfo(modelKey, runtime.config.models),
-      toolCallId: runtime.ids.next("call"),
-      store: runtime.store,
       clock: runtime.clock,
-      ids: runtime.ids,
-      signal,
-      emitChunk: () => undefined,
-      emit: async (body) => void (await runtime.events.publish(sessionId, body)),
       session: runtime.sessions.sessionResources(sessionId),
       runtime: runtime.resources,
       services: runtime.services,
       log: runtime.log,
     };
+    const writer = new SessionWriter({ sessionId, store: runtime.store, events: runtime.events, ids: runtime.ids, now: () => runtime.clock.now() });
+    const toolCall = { id: runtime.ids.next("call"), name: tool.name };
+    const ctx: ToolContext = buildToolContext(turn, toolCall, signal, writer.toolWrites(toolCall));
     const problem = tool.validate(input);
     if (problem) return { output: `Error: VALIDATION_ERROR — ${problem}`, success: false };
     try {

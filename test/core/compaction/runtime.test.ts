@@ -1,5 +1,5 @@
 /**
- * Compaction wired into the product (CONTRACT §11): the real runtime, a real SQLite file,
+ * Compaction wired into the product: the real runtime, a real SQLite file,
  * real tools, the fake LLM over HTTP, and the HTTP API where the contract names it.
  */
 import { readFileSync } from "node:fs";

@@ -1,6 +1,6 @@
 /**
  * CLAUDE ENGINE TESTS (real Claude Agent SDK + `claude` binary against the fake Anthropic
- * server): the manual's "Engine parity — claude-cli" tool rules.
+ * server): the tool rules of README "The claude-cli engine".
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { message } from "../../helpers/fake-anthropic.js";

@@ -27,7 +27,7 @@ describe("agent_message", () => {
     expect(h.llm.completionRequests).toHaveLength(0);
   });
 
-  it("sync to an idle target starts a turn and returns the manual's envelope", async () => {
+  it("sync to an idle target starts a turn and returns the documented envelope", async () => {
     h = await createAgentsHarness();
     const a = await h.bossSession();
     const w = await spawnWorker(a, "planner_1", "OBJ-idle");

@@ -21,7 +21,7 @@ async function startBackground(command: string) {
 }
 
 describe("bash_output", () => {
-  it("returns the manual's JSON on start, then only new output per poll, then a stable final state", async () => {
+  it("returns the documented JSON on start, then only new output per poll, then a stable final state", async () => {
     const command = "echo first; while [ ! -e go ]; do sleep 0.02; done; echo second; exit 4";
     const { started, shell } = await startBackground(command);
     expect(Object.keys(started)).toEqual(["shell_id", "pid", "status", "startedAt", "command", "note"]);

@@ -116,7 +116,7 @@ describe("bash: output", () => {
 });
 
 describe("bash: timeouts, syntax and cancellation", () => {
-  it("validates timeout against the manual's maximum of 600 s", async () => {
+  it("validates timeout against the documented maximum of 600 s", async () => {
     expect((await run("true", { timeout: 601 })).output).toMatch(/^Error: VALIDATION_ERROR/);
   });
 

@@ -10,7 +10,7 @@ afterEach(async () => harness?.close());
 const PNG = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4cd0000000049454e44ae426082", "hex");
 
 describe("read_file", () => {
-  it("numbers lines like the manual (`   1 | {`) and keeps tabs as real tabs", async () => {
+  it("numbers lines as documented (`   1 | {`) and keeps tabs as real tabs", async () => {
     harness = await createToolHarness({ files: { "package.json": '{\n\t"name": "veilcli"\n}\n' } });
     const result = await harness.call(readFile, { file: harness.ws.path("package.json") });
     expect(result.success).toBe(true);
@@ -28,7 +28,7 @@ describe("read_file", () => {
     expect(result.output).toBe("   1 | alpha");
   });
 
-  it("shows the first 2000 lines with the manual's footer when neither offset nor limit is given", async () => {
+  it("shows the first 2000 lines with read_file's footer when neither offset nor limit is given", async () => {
     const text = Array.from({ length: 2500 }, (_, i) => `l${i + 1}`).join("\n");
     harness = await createToolHarness({ files: { "big.txt": text } });
     const result = await harness.call(readFile, { file: harness.ws.path("big.txt") });
@@ -70,7 +70,7 @@ describe("read_file", () => {
     expect(result.attachments).toEqual([{ type: "image", media_type: "image/png", data: PNG.toString("base64") }]);
   });
 
-  it("falls back to text when the model has no image input, with KB sizes as in the manual", async () => {
+  it("falls back to text when the model has no image input, with KB sizes as documented", async () => {
     harness = await createToolHarness({ files: { "photo.jpg": Buffer.alloc(45 * 1024, 1), "shot.png": Buffer.alloc(131584, 1) } });
     const jpg = await harness.call(readFile, { file: harness.ws.path("photo.jpg") });
     expect(jpg.output).toBe("Image file: photo.jpg (45 KB). Current model does not support image input.");

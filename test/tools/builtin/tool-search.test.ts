@@ -23,7 +23,7 @@ describe("tool_search", () => {
 
   const toolset = async (mode: Partial<ModeConfig> = {}) => {
     const agent = { ...builtinDefaultAgent(), modes: { chat: { ...defaultMode(), ...mode } } };
-    const source = createCustomToolSource({ config: h.context().config, log: memoryLogger(), resources: h.runtimeResources, services: {} });
+    const source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources });
     return SessionToolset.create({ builtins: builtinTools(), custom: await source.discover(agent), agent, mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger() });
   };
 

@@ -2,6 +2,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/base/clock.js";
 import { webFetch, PAGE_SIZE } from "../../../src/tools/builtin/web-fetch.js";
+import { SelfAddress } from "../../../src/tools/services.js";
 import type { Settings } from "../../../src/config/types.js";
 import { createToolHarness, type HarnessOptions, type ToolHarness } from "../../helpers/tool-context.js";
 import { startLoopback, type Loopback } from "../shared/web/loopback-server.js";
@@ -75,7 +76,7 @@ describe("web_fetch text mode", () => {
     expect((await harness.call(webFetch, { url: server.url("/gz") })).output).toBe("compressed hello");
   });
 
-  it("paginates at 50000 chars with the manual's header and footers, serving later pages from the cache", async () => {
+  it("paginates at 50000 chars with web_fetch's page header and footers, serving later pages from the cache", async () => {
     await withLoopback();
     const before = requestsTo("/big");
     const first = await harness.call(webFetch, { url: server.url("/big") });
@@ -197,7 +198,7 @@ describe("web_fetch limits and safety", () => {
   });
 
   it("refuses the Veil server's own port", async () => {
-    await withLoopback({}, { services: { selfAddress: { port: server.port } } });
+    await withLoopback({}, { services: { selfAddress: new SelfAddress({ host: "127.0.0.1", port: server.port }) } });
     expect((await harness.call(webFetch, { url: server.url("/page") })).output).toBe(
       `Error: FETCH_BLOCKED — 127.0.0.1:${server.port} is the Veil server itself`,
     );

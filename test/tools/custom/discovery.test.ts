@@ -18,8 +18,8 @@ describe("custom tool discovery", () => {
   beforeEach(async () => {
     h = await createToolHarness();
     log = memoryLogger();
-    const config = h.context().config;
-    source = createCustomToolSource({ config, log, resources: h.runtimeResources, services: {} });
+    const config = h.config;
+    source = createCustomToolSource({ config, log, resources: h.runtimeResources });
     agent = { ...builtinDefaultAgent(), name: "writer", agentFolder: h.ws.path(".veil", "agents", "writer"), source: "project" };
     dirs = { agent: join(agent.agentFolder!, "tools"), project: h.ws.path(".veil", "tools"), global: join(config.paths.homeDir, "tools") };
   });

@@ -94,7 +94,7 @@ module.exports = async function execute({ text, _settings, _modelKey, _emitToolC
     writeTool(dir, { name: "ask_ui", timeout: 130, body: "return JSON.stringify(await input._remoteMethodExecution({ method: 'user-dialog', data: { q: input.q } }));", properties: { q: { type: "string" } } });
     writeTool(dir, { name: "ask_ui_safe", timeout: 130, body: "try { await input._remoteMethodExecution({ method: 'x', data: {} }); return 'answered'; } catch (err) { return 'no UI: ' + err.message; }" });
 
-    source = createCustomToolSource({ config: h.context().config, log: memoryLogger(), resources: h.runtimeResources, services: {}, maxOldSpaceMb: 64 });
+    source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources, maxOldSpaceMb: 64 });
     tools = new Map((await source.discover(builtinDefaultAgent())).map((t) => [t.name, t]));
   }, 180_000);
   afterAll(async () => {
@@ -120,7 +120,7 @@ module.exports = async function execute({ text, _settings, _modelKey, _emitToolC
     return found;
   };
 
-  it("runs the manual's echo_upper example in another process", async () => {
+  it("runs the README's echo_upper example in another process", async () => {
     const result = await h.call(tool("echo_upper"), { message: "hello" });
     expect(result).toMatchObject({ output: "HELLO", success: true });
     const pid = Number((await h.call(tool("pid"), {})).output);
@@ -246,7 +246,7 @@ module.exports = async function execute({ text, _settings, _modelKey, _emitToolC
     expect(waited.output.split(" ")[1]).not.toBe(made.output.split(" ")[1]);
   });
 
-  it("require('veilcli') runs the manual's LLM example; the server makes the call with the real key", async () => {
+  it("require('veilcli') runs the documented LLM example; the server makes the call with the real key", async () => {
     llm.enqueue(reply().text("A short ").text("summary.").stop());
     const before = h.events.length;
     const result = await h.call(tool("summarize_text"), { text: "long text" });

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { GlobThreads } from "../../../src/tools/shared/glob-thread.js";
 import { compiledEntry } from "../../../src/tools/shared/compiled-entry.js";
 import { tmpWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
+import { present } from "../../helpers/requirements.js";
 
 const workerPath = compiledEntry(new URL("../../../src/tools/shared/glob-thread.ts", import.meta.url).href, "glob-worker.js");
 let ws: TempWorkspace | undefined;
@@ -17,7 +18,7 @@ function job(root: string, pattern: string, secretFiles: string[] = []) {
   return { cwd: root, pattern, skipDirs: [".git"], rg: null, limit: 10, policy: { workspace: root, writeRoots: [], runtimeDirs: [], secretFiles } };
 }
 
-describe.skipIf(!existsSync(workerPath))("GlobThreads", () => {
+describe.skipIf(!present(`the build (${workerPath})`, existsSync(workerPath)))("GlobThreads", () => {
   it("answers on a worker thread, applies the read policy, and reuses the thread", async () => {
     ws = tmpWorkspace({ files: { "a.ts": "", "b.ts": "", "secret.ts": "" } });
     threads = new GlobThreads({ workerPath });

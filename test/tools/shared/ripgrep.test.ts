@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Resources } from "../../../src/core/resources.js";
 import { RipgrepLocator, ripgrepPath, RIPGREP_KEY, runRipgrep } from "../../../src/tools/shared/ripgrep.js";
+import { present } from "../../helpers/requirements.js";
 
 describe("ripgrep locator", () => {
   it("answers null for a command that does not exist", async () => {
@@ -22,7 +23,7 @@ describe("ripgrep locator", () => {
 
   it("streams lines and stops rg when asked", async (test) => {
     const rg = await new RipgrepLocator().locate();
-    if (!rg) {
+    if (!present("ripgrep (rg)", Boolean(rg))) {
       console.warn("rg is not installed: skipping the streaming test");
       test.skip();
       return;

@@ -45,7 +45,7 @@ type Action = "get-state" | "get-summary" | "stop" | "update-session" | "get-las
 type ControlParams = { reasoning?: ReasoningConfig; budget_override?: Record<string, number | null>; full_steps?: boolean };
 
 /**
- * The manual's agent_control. Acts only on the caller's descendants (sessions it spawned,
+ * agent_control. Acts only on the caller's descendants (sessions it spawned,
  * directly or through its sub-agents).
  */
 export const agentControl = defineTool({

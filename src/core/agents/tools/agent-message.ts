@@ -30,7 +30,7 @@ const Params = Type.Object({
 });
 
 /**
- * The manual's agent_message: sync (new turn on an idle target, injection at the next
+ * agent_message: sync (new turn on an idle target, injection at the next
  * boundary of a busy one, with a correlated wait) or async with the asymmetric
  * delivery rules (core/agents/delivery.ts). Any session may message a session id it
  * knows, except itself.

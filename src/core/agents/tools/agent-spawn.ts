@@ -52,7 +52,7 @@ const Params = Type.Object({
 });
 
 /**
- * The manual's agent_spawn: a child session (parent_session_id, spawn_depth + 1,
+ * agent_spawn: a child session (parent_session_id, spawn_depth + 1,
  * objective and success criteria in its system prompt), optionally seeded with a
  * first message (sync or async), under the spawn-depth guard.
  */

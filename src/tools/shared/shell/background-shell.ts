@@ -11,7 +11,7 @@ import { killTree, signalTree, type Isolation, type KillTarget } from "./isolati
 
 /** Unread output kept per background shell; older unread bytes are dropped past this. */
 export const BACKGROUND_BUFFER_BYTES = 256 * 1024;
-/** kill_shell: SIGTERM first, SIGKILL after this long (manual: 2 seconds). */
+/** kill_shell: SIGTERM first, SIGKILL after this long (2 seconds, as kill_shell's description says). */
 export const KILL_GRACE_MS = 2_000;
 
 export type BackgroundStatus = "running" | "exited" | "killed";
@@ -56,7 +56,7 @@ export interface BackgroundShellOptions {
   env?: Record<string, string | undefined>;
 }
 
-/** `bg_` + 10 hex chars, as in the manual's example. */
+/** `bg_` + 10 hex chars: the id form bash's background mode documents. */
 export function backgroundShellId(): string {
   return `bg_${randomBytes(5).toString("hex")}`;
 }

@@ -41,7 +41,7 @@ export function fetchLimits(settings: Settings): FetchLimits {
 
 /** Fetch options from a tool context: allowHosts, limits, self port, signal, clock. */
 export function fetchOptionsFromContext(ctx: ToolContext, extraAllowHosts: readonly string[] = []): SafeFetchOptions {
-  const self = ctx.services.selfAddress;
+  const self = ctx.services.selfAddress?.get();
   return {
     ...fetchLimits(ctx.settings),
     allowHosts: [...(ctx.settings.webFetch?.allowHosts ?? []), ...extraAllowHosts],
@@ -78,7 +78,7 @@ export interface FetchedResponse {
   redirects: number;
 }
 
-/** The manual's refusal: FETCH_BLOCKED with the reason. */
+/** A refused fetch: FETCH_BLOCKED with the reason, for the model to read. */
 function blocked(reason: string): ToolError {
   return new ToolError("FETCH_BLOCKED", reason, { details: { reason } });
 }

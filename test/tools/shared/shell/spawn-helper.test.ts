@@ -13,6 +13,7 @@ import { systemClock } from "../../../../src/base/clock.js";
 import { isAlive, PROCESS_GROUP } from "../../../../src/tools/shared/shell/isolation.js";
 import { PersistentShell } from "../../../../src/tools/shared/shell/persistent-shell.js";
 import { spawnHelperPid, spawnShellProcess, useSpawnHelper, type ShellProcess } from "../../../../src/tools/shared/shell/spawn-helper.js";
+import { present } from "../../../helpers/requirements.js";
 
 useSpawnHelper();
 
@@ -105,7 +106,7 @@ describe("spawn helper", () => {
     expect(await readAll(next.stdout)).toBe("again\n");
   });
 
-  it.skipIf(!existsSync(BUILT_HELPER))("a server killed while the helper hands it a shell's pipes takes the helper and its shells with it", async () => {
+  it.skipIf(!present(`the build (${BUILT_HELPER})`, existsSync(BUILT_HELPER)))("a server killed while the helper hands it a shell's pipes takes the helper and its shells with it", async () => {
     // The "server": starts one shell, asks for a second and is SIGKILLed before it can take the
     // second's pipes (Node then never tells the helper its channel closed).
     const marker = `veil-helper-orphan-${process.pid}-${Date.now()}`;

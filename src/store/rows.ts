@@ -8,9 +8,23 @@ import type {
   TokenUsage,
   ToolCallRow,
   WakeupRow,
-} from "../store.js";
+} from "./store.js";
 
-/** Column shapes as SQLite returns them (JSON as TEXT, booleans as 0/1). */
+/*
+ * The row converters of every driver. Both schemas have the same columns with JSON kept as
+ * TEXT (so a value comes back byte for byte as written); the one difference between the
+ * dialects is booleans, which SQLite returns as 0/1 and PostgreSQL as real booleans. `Flag`
+ * is either, and `flag()` reads both.
+ */
+
+/** A boolean column as a driver returns it: SQLite 0/1, PostgreSQL true/false. */
+export type Flag = number | boolean;
+
+export function flag(value: Flag): boolean {
+  return value === true || value === 1;
+}
+
+/** Column shapes as the drivers return them. */
 export interface RawSession extends TokenUsage {
   id: string;
   agent: string;
@@ -43,7 +57,7 @@ export interface RawMessage {
   token_usage: string | null;
   meta: string | null;
   kind: string | null;
-  compacted: number;
+  compacted: Flag;
   created_at: string;
 }
 
@@ -56,7 +70,7 @@ export interface RawInbox {
 }
 
 export interface RawWakeup extends Omit<WakeupRow, "loop"> {
-  loop: number;
+  loop: Flag;
 }
 
 export interface RawAudit extends Omit<AuditRow, "data"> {
@@ -114,7 +128,7 @@ export function messageFromRaw(raw: RawMessage): MessageRow {
     token_usage: fromJson<TokenUsage>(raw.token_usage),
     meta: fromJson<Record<string, unknown>>(raw.meta),
     kind: raw.kind,
-    compacted: raw.compacted !== 0,
+    compacted: flag(raw.compacted),
     created_at: raw.created_at,
   };
 }
@@ -124,7 +138,7 @@ export function inboxFromRaw(raw: RawInbox): InboxItem {
 }
 
 export function wakeupFromRaw(raw: RawWakeup): WakeupRow {
-  return { ...raw, loop: raw.loop !== 0 };
+  return { ...raw, loop: flag(raw.loop) };
 }
 
 export function auditFromRaw(raw: RawAudit): AuditRow {

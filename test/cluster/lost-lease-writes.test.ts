@@ -1,0 +1,184 @@
+/**
+ * A node whose lease on a session was taken writes nothing more of that session: not the
+ * todos a tool sets, not a compaction's rows, not any event. Every write of a run goes
+ * through its recorder and the run's fenced store, on a real PostgreSQL.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Type } from "../../src/schema.js";
+import { allBuiltinTools } from "../../src/core/builtins.js";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { defineTool } from "../../src/tools/define.js";
+import { reply } from "../helpers/fake-llm.js";
+import { emptyDatabase, postgresUnavailable, startPostgres, withClient, type PostgresCluster } from "../helpers/postgres.js";
+import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
+
+const unavailable = postgresUnavailable();
+
+/** A tool that waits until the test lets it go, then (`writes`) sets its session's todos and publishes todo.updated. */
+function heldTool(writes: boolean) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let entered!: () => void;
+  const started = new Promise<void>((resolve) => (entered = resolve));
+  const seen: { todos?: string; event?: string } = {};
+  const tool = defineTool({
+    name: "held_tool",
+    description: "waits, then sets the todos",
+    params: Type.Object({}),
+    async execute(_input, ctx) {
+      entered();
+      await released;
+      if (!writes) return "done";
+      const todos = [{ id: "t1", content: "written by a node that lost the session", status: "pending" as const, priority: "high" as const }];
+      seen.todos = await ctx.todos.set(todos).then(
+        () => "written",
+        (error: { code?: string }) => error.code ?? String(error),
+      );
+      await ctx.emit({ type: "todo.updated", todos });
+      seen.event = "published";
+      return "done";
+    },
+  });
+  return { tool, started, release, seen };
+}
+
+function deferred(): { promise: Promise<void>; resolve(): void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** What the database holds of a session (read on a connection of its own). */
+async function stored(url: string, sessionId: string) {
+  return withClient(url, async (client) => ({
+    todos: (await client.query("SELECT * FROM todos WHERE session_id = $1", [sessionId])).rows,
+    summaries: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND kind = 'summary'", [sessionId])).rows,
+    toolRows: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND role = 'tool'", [sessionId])).rows,
+    compacted: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND compacted", [sessionId])).rows,
+    eventTypes: (await client.query("SELECT type FROM events WHERE session_id = $1 ORDER BY gseq", [sessionId])).rows.map((r) => r.type as string),
+  }));
+}
+
+/** Another node takes the session: the lease row changes hands with the next generation. */
+async function takeLease(url: string, sessionId: string): Promise<void> {
+  await withClient(url, (client) =>
+    client.query("UPDATE leases SET node_id = 'another-node', generation = generation + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE session_id = $1", [sessionId]),
+  );
+}
+
+describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)", () => {
+  let pgCluster: PostgresCluster;
+  let url: string;
+  let h: RuntimeHarness | undefined;
+  beforeAll(async () => {
+    pgCluster = await startPostgres();
+    url = await pgCluster.createDatabase();
+    await (await PostgresStore.open(url)).close();
+  }, 120_000);
+  afterAll(async () => {
+    await pgCluster?.stop();
+  });
+  beforeEach(async () => {
+    await emptyDatabase(url);
+  });
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it("cannot write the todos its tool sets, nor the events the tool and the run publish", async () => {
+    const held = heldTool(true);
+    // A long lease: only the fenced writes can find out it was taken, not the heartbeat.
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } } });
+    const { sessions } = h.runtime;
+    const session = await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().tool("held_tool", {}).stop(), reply().text("not reached").stop());
+    const sent = await sessions.send(session.id, "set the todos");
+    await held.started;
+    await h.runtime.events.flush();
+    const before = await stored(url, session.id);
+    expect(before.eventTypes).toContain("tool.start");
+
+    await takeLease(url, session.id);
+    held.release();
+    const result = await sent.result;
+    await sessions.waitIdle(session.id);
+    await h.runtime.events.flush();
+
+    // The tool's write was refused, and that stopped the run.
+    expect(held.seen.todos).toBe("LEASE_LOST");
+    expect(held.seen.event).toBe("published");
+    expect(result.error?.code).toBe("LEASE_LOST");
+    const after = await stored(url, session.id);
+    expect(after.todos).toEqual([]);
+    expect(after.toolRows).toEqual([]);
+    // Not one event of the session was stored after the takeover (no todo.updated, tool.end, chat.done).
+    expect(after.eventTypes).toEqual(before.eventTypes);
+    expect(h.llm.completionRequests).toHaveLength(1);
+  }, 60_000);
+
+  it("cannot write a compaction's rows or its session.compacted event", async () => {
+    const held = heldTool(false);
+    h = await createRuntimeHarness({
+      store: await PostgresStore.open(url),
+      builtins: [...allBuiltinTools(), held.tool],
+      settings: { cluster: { leaseSeconds: 600 }, defaultCompaction: { keepRecentTokens: 50 } },
+    });
+    const { sessions } = h.runtime;
+    const session = await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().text(`${"an old answer worth summarising ".repeat(300)}`).stop());
+    await (await sessions.send(session.id, "say a lot")).result;
+
+    // The next run holds at its tool while a manual compaction is asked for; the compaction
+    // runs at the run's next boundary, and the session changes hands during its summarizer call.
+    const summarizer = deferred();
+    h.llm.enqueue(reply().tool("held_tool", {}).stop(), reply().waitFor(summarizer.promise).text("## Goal\nsummarised").stop(), reply().text("not reached").stop());
+    const sent = await sessions.send(session.id, "now compact");
+    await held.started;
+    const compaction = sessions.compact(session.id).then(
+      (outcome) => outcome,
+      (error: { code?: string }) => error.code ?? String(error),
+    );
+    held.release();
+    await h.llm.waitForRequests(3);
+    await h.runtime.events.flush();
+    const before = await stored(url, session.id);
+    expect(before.toolRows).toHaveLength(1);
+
+    await takeLease(url, session.id);
+    summarizer.resolve();
+    const outcome = await compaction;
+    expect(outcome).toBe("LEASE_LOST");
+    await sent.result;
+    await sessions.waitIdle(session.id);
+    await h.runtime.events.flush();
+
+    const after = await stored(url, session.id);
+    expect(after.summaries).toEqual([]);
+    expect(after.compacted).toEqual(before.compacted);
+    expect(after.eventTypes).toEqual(before.eventTypes);
+    expect(after.eventTypes).not.toContain("session.compacted");
+  }, 60_000);
+
+  it("cannot write an idle session's compaction either (the owner that has not noticed yet)", async () => {
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), settings: { cluster: { leaseSeconds: 600 }, defaultCompaction: { keepRecentTokens: 50 } } });
+    const { sessions } = h.runtime;
+    const session = await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().text(`${"an old answer worth summarising ".repeat(300)}`).stop());
+    await (await sessions.send(session.id, "say a lot")).result;
+    h.llm.enqueue(reply().text("short").stop());
+    await (await sessions.send(session.id, "and now?")).result;
+    await h.runtime.events.flush();
+    const before = await stored(url, session.id);
+
+    // This node still believes it holds the session; its compaction's writes check the lease.
+    await takeLease(url, session.id);
+    h.llm.enqueue(reply().text("## Goal\nsummarised").stop());
+    expect(await sessions.compact(session.id).catch((error: { code?: string }) => error.code)).toBe("LEASE_LOST");
+    await h.runtime.events.flush();
+    const after = await stored(url, session.id);
+    expect(after.summaries).toEqual([]);
+    expect(after.compacted).toEqual([]);
+    expect(after.eventTypes).toEqual(before.eventTypes);
+  }, 60_000);
+});
