@@ -1,12 +1,14 @@
 import { loadConfig } from "../config/load.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
-import { describeTools, publicToolList } from "../tools/catalog.js";
+import { describeTools, publicToolList, type ToolListing } from "../tools/catalog.js";
 import type { ListCommand, ToolsCommand } from "./args.js";
 import { cliLogger, type CliIo } from "./terminal.js";
 
 /** Widest description shown in a listing line; `--json` has the whole text. */
 const DESCRIPTION_WIDTH = 100;
+/** The source line of a custom tool starts under its description. */
+const SOURCE_INDENT = 22 + 1 + 8 + 1 + 14 + 1;
 
 export async function agentsCommand(command: ListCommand, io: CliIo): Promise<number> {
   const config = loadConfig({ workspace: command.workspace, env: io.env });
@@ -16,7 +18,10 @@ export async function agentsCommand(command: ListCommand, io: CliIo): Promise<nu
   return 0;
 }
 
-/** The same listing as `GET /tools`; the text form shows each tool's first description line. */
+/**
+ * The same listing as `GET /tools`; the text form shows each tool's first description line
+ * and, under a custom tool, where it comes from (its folder, or its MCP server).
+ */
 export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<number> {
   return withRuntime(command, io, async (runtime) => {
     const agent = Object.hasOwn(runtime.agents(), command.agent) ? runtime.agents()[command.agent] : undefined;
@@ -29,7 +34,11 @@ export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<nu
     for (const tool of listing) {
       // An MCP problem already names its server or file.
       if (tool.state === "broken") io.stdout(`(broken) ${tool.scope === "mcp" ? tool.error : `${tool.folder}: ${tool.error}`}\n`);
-      else io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${firstLine(tool.description)}\n`);
+      else {
+        io.stdout(`${tool.name.padEnd(22)} ${tool.tier.padEnd(8)} ${tool.state.padEnd(14)} ${firstLine(tool.description)}\n`);
+        const source = sourceLine(tool);
+        if (source) io.stdout(`${"".padEnd(SOURCE_INDENT)}${source}\n`);
+      }
     }
     return 0;
   });
@@ -52,6 +61,12 @@ async function withRuntime(command: ListCommand | ToolsCommand, io: CliIo, body:
   } finally {
     await runtime.close();
   }
+}
+
+/** `project /ws/.veil/tools/echo_upper`, `mcp server "files"`; none for a built-in. */
+function sourceLine(tool: ToolListing): string | undefined {
+  if (tool.scope === "mcp") return `mcp server ${JSON.stringify(tool.server ?? "")}`;
+  return tool.folder ? `${tool.scope ?? "custom"} ${tool.folder}` : undefined;
 }
 
 function firstLine(text: string): string {

@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import { Type, type TSchema } from "../schema.js";
+import { BrokenToolListingSchema, ToolListingSchema } from "../tools/catalog.js";
 import { VERSION } from "../version.js";
 import type { AppEnv, ServerState } from "./context.js";
 import { CompletionBody } from "./routes/completions.js";
@@ -108,7 +109,7 @@ const DOCS: Record<string, Doc> = {
   "GET /events": { summary: "live events of every session (SSE; id is the global gseq)", tag: "events", sse: true, streamToken: true, query: { session: "only this session's events", methods: "\"pending\": first a method.pending for each remote method pending when the stream opens", ...SESSION_EVENTS_QUERY } },
   "GET /agents": { summary: "agents visible in the workspace", tag: "agents", response: ListOf(AnyObject) },
   "GET /agents/:name": { summary: "one agent", tag: "agents", response: AnyObject },
-  "GET /tools": { summary: "built-in and custom tools an agent sees, with tier, state and schema", tag: "agents", query: { agent: "agent name (default: default)", mode: "mode (default: chat)" }, response: ListOf(AnyObject) },
+  "GET /tools": { summary: "built-in and custom tools an agent sees, with tier, state and schema", tag: "agents", query: { agent: "agent name (default: default)", mode: "mode (default: chat)" }, response: ListOf(Type.Union([ToolListingSchema, BrokenToolListingSchema])) },
   "GET /skills": {
     summary: "skills an agent sees (SKILL.md folders): in effect, shadowed by a same-named one earlier in precedence (agent > project .veil/skills > project .claude/skills > $VEIL_HOME/skills), and broken ones with their error",
     tag: "agents",
@@ -197,7 +198,7 @@ export function openApiDocument(routes: readonly { method: string; path: string 
         bearer: { type: "http", scheme: "bearer", description: "the server secret (`veil serve` prints it once; stored in .veil/secret)" },
         streamToken: { type: "apiKey", in: "query", name: "token", description: "from POST /stream-tokens, for EventSource (which cannot send headers)" },
       },
-      schemas: { Error: ErrorSchema, Session: SessionSchema, ChatReply, Event: EventSchema },
+      schemas: { Error: ErrorSchema, Session: SessionSchema, ChatReply, Event: EventSchema, Tool: ToolListingSchema, BrokenTool: BrokenToolListingSchema },
     },
   };
 }

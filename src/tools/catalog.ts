@@ -1,4 +1,5 @@
 import type { AgentConfig } from "../config/types.js";
+import { Type } from "../schema.js";
 import { isToolAllowedWithCustom, matchesToolEntry, modeConfig } from "./permissions.js";
 import type { BrokenTool, CustomToolSource } from "./registry.js";
 import type { RegisteredTool } from "./types.js";
@@ -75,6 +76,40 @@ export interface BrokenToolListing {
   file?: string;
   error: string;
 }
+
+const SCOPE_DESCRIPTION = "custom tools: agent, project or global (which folder level it came from), or mcp";
+const FOLDER_DESCRIPTION = "custom tools: the absolute path of the tool's folder (the one holding tool.json and index.js)";
+
+/** One entry of `GET /tools` (and `veil tools --json`), for the API description. */
+export const ToolListingSchema = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    tier: Type.Union([Type.Literal("builtin"), Type.Literal("custom")]),
+    state: Type.Union([Type.Literal("always"), Type.Literal("pre-activated"), Type.Literal("available"), Type.Literal("forbidden")]),
+    input_schema: Type.Object({}, { additionalProperties: true, description: "the tool's parameters (JSON Schema)" }),
+    scope: Type.Optional(Type.Union([Type.Literal("agent"), Type.Literal("project"), Type.Literal("global"), Type.Literal("mcp")], { description: SCOPE_DESCRIPTION })),
+    folder: Type.Optional(Type.String({ description: FOLDER_DESCRIPTION })),
+    server: Type.Optional(Type.String({ description: "MCP tools: the server's name" })),
+  },
+  { additionalProperties: false },
+);
+
+/** A tool folder or MCP server that could not be loaded, listed beside the tools. */
+export const BrokenToolListingSchema = Type.Object(
+  {
+    name: Type.Null(),
+    tier: Type.Literal("custom"),
+    state: Type.Literal("broken"),
+    scope: Type.Optional(Type.String({ description: SCOPE_DESCRIPTION })),
+    folder: Type.Optional(Type.String({ description: FOLDER_DESCRIPTION })),
+    server: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "MCP: the server that failed" })),
+    tool: Type.Optional(Type.String({ description: "MCP: the tool that failed" })),
+    file: Type.Optional(Type.String({ description: "the file at fault" })),
+    error: Type.String(),
+  },
+  { additionalProperties: false },
+);
 
 /** The one public shape of a tool listing: `GET /tools` and `veil tools --json` alike. */
 export function publicToolList(catalog: ToolCatalog): (ToolListing | BrokenToolListing)[] {

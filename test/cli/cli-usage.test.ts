@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { Ajv } from "ajv";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
@@ -241,6 +242,43 @@ describe.skipIf(!built)("veil serve, tools and sessions", () => {
       expect(cli).toEqual(http);
     });
     expect(cli.length).toBeGreaterThanOrEqual(24);
+  });
+
+  it("veil tools --agent NAME shows a custom tool's description and folder; --json (with the folder) is what GET /tools?agent= answers, and matches its OpenAPI schema", async () => {
+    const tool = (name: string) => ({ "tool.json": JSON.stringify({ name, description: `${name} upper-cases text.\nSecond line.`, input_schema: { type: "object", properties: { text: { type: "string" } } } }), "index.js": "module.exports = async function execute(i) { return i.text.toUpperCase(); };\n" });
+    const files: Record<string, string> = { ".veil/agents/writer/agent.json": JSON.stringify({ description: "writes" }), ".veil/tools/broken_one/tool.json": "{ not json" };
+    for (const [folder, name] of [[".veil/tools/echo_upper", "echo_upper"], [".veil/agents/writer/tools/shout", "shout"]] as const) {
+      for (const [file, text] of Object.entries(tool(name))) files[`${folder}/${file}`] = text;
+    }
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(ws.root, path, ".."), { recursive: true });
+      writeFileSync(join(ws.root, path), text);
+    }
+    const veilDir = join(realpathSync(ws.root), ".veil");
+    const text = await veil(["tools", "--agent", "writer"]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split("\n");
+    const at = (name: string) => lines.findIndex((line) => line.startsWith(`${name} `));
+    expect(lines[at("echo_upper")]).toMatch(/^echo_upper\s+custom\s+available\s+echo_upper upper-cases text\.$/);
+    expect(lines[at("echo_upper") + 1]).toBe(`${" ".repeat(47)}project ${veilDir}/tools/echo_upper`);
+    expect(lines[at("shout")]).toMatch(/^shout\s+custom\s+available\s+shout upper-cases text\.$/);
+    expect(lines[at("shout") + 1]).toBe(`${" ".repeat(47)}agent ${veilDir}/agents/writer/tools/shout`);
+    // Built-ins have no source line: the next line is the next tool.
+    expect(lines[at("bash") + 1]).toMatch(/^\S/);
+    expect(text.stdout).toContain(`(broken) ${veilDir}/tools/broken_one: `);
+
+    const cli = JSON.parse((await veil(["tools", "--agent", "writer", "--json"])).stdout) as Record<string, unknown>[];
+    expect(cli.find((t) => t.name === "echo_upper")).toMatchObject({ tier: "custom", scope: "project", folder: `${veilDir}/tools/echo_upper`, description: "echo_upper upper-cases text.\nSecond line." });
+    expect(cli.find((t) => t.name === "shout")).toMatchObject({ scope: "agent", folder: `${veilDir}/agents/writer/tools/shout` });
+    await withServer([], async (url, secret) => {
+      const headers = { authorization: `Bearer ${secret}` };
+      expect(await (await fetch(`${url}/tools?agent=writer`, { headers })).json()).toEqual(cli);
+      const doc = (await (await fetch(`${url}/openapi.json`, { headers })).json()) as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: object }> }> } }> };
+      const schema = doc.paths["/tools"]!.get.responses["200"]!.content["application/json"]!.schema as { items: { anyOf: { properties: Record<string, unknown> }[] } };
+      expect(schema.items.anyOf[0]!.properties.folder).toMatchObject({ type: "string" });
+      const validate = new Ajv({ strict: false }).compile(schema);
+      expect(validate(cli), JSON.stringify(validate.errors)).toBe(true);
+    });
   });
 
   it("veil sessions says so when there are none", async () => {
