@@ -44,6 +44,9 @@ export const ERROR_STATUS = {
   TIMEOUT: 504,
   /** The turn was cancelled (POST /cancel, a closing session, a shutdown) before it answered. */
   CANCELLED: 409,
+  // `veil serve` could not bind (printed by the CLI; never an HTTP answer).
+  PORT_IN_USE: 500,
+  PORT_NOT_PERMITTED: 500,
   // Tool-level codes (rendered to the model; HTTP rarely sees them).
   TOOL_ERROR: 500,
   TOOL_TIMEOUT: 504,

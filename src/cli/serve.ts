@@ -10,15 +10,19 @@ import { cliLogger, type CliIo } from "./terminal.js";
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
 export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "info") });
-  // Sessions can still be created without a model; chat cannot, so say so before the first one.
-  const warning = modelWarning(runtime.config);
-  if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   // A stray rejection in one session's background work must not take every session down.
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
   });
   const { secret, generated } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
-  const server = await startServer({ runtime, secret, host: command.host, port: command.port });
+  const server = await startServer({ runtime, secret, host: command.host, port: command.port }).catch(async (error: unknown) => {
+    // Nothing was served: close the store and the runtime's processes before the error is printed.
+    await runtime.close();
+    throw error;
+  });
+  // Sessions can still be created without a model; chat cannot, so say so before the first one.
+  const warning = modelWarning(runtime.config);
+  if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);
   // In the background: a big workspace must not delay the start.

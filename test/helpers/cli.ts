@@ -22,6 +22,9 @@ export interface SpawnVeilOptions {
   onStdout?: (text: string, kill: () => void) => void;
   /** An installed `veil` executable to run instead of `node dist/src/main.js`. */
   bin?: string;
+  /** Run as this user and group (a test running as root checks what an ordinary user meets). */
+  uid?: number;
+  gid?: number;
 }
 
 /** Spawns `node dist/src/main.js ARGS`; variables set to undefined in `env` are removed. */
@@ -30,7 +33,7 @@ export function spawnVeil(args: string[], options: SpawnVeilOptions): Promise<Sp
     const env = { ...options.env };
     for (const [key, value] of Object.entries(env)) if (value === undefined) delete env[key];
     const [command, argv] = options.bin ? [options.bin, args] : [process.execPath, [VEIL_MAIN, ...args]];
-    const child = spawn(command, argv, { cwd: options.cwd, env, stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const child = spawn(command, argv, { cwd: options.cwd, env, uid: options.uid, gid: options.gid, stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     if (options.stdin !== undefined) child.stdin!.end(options.stdin);
     let stdout = "";
     let stderr = "";
