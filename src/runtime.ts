@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { AgentConfig, Settings, VeilConfig } from "./config/types.js";
 import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
+import { warnUnknownKeysOnce, type UnknownKeyListener } from "./config/unknown-keys.js";
 import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
@@ -103,10 +104,12 @@ export interface Runtime {
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const env = options.env ?? process.env;
   const mode = options.mode ?? "serve";
-  const config = options.config ?? loadConfig({ workspace: options.workspace, env, overrides: options.overrides });
+  const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
+  // One listener for the runtime's life: a key is reported once, however often agents are re-read.
+  const onUnknownKey = warnUnknownKeysOnce(log);
+  const config = options.config ?? loadConfig({ workspace: options.workspace, env, overrides: options.overrides, onUnknownKey });
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
-  const log = options.log ?? createLogger({ level: (env.VEIL_LOG_LEVEL as "info" | undefined) ?? "info" });
   mkdirSync(config.paths.projectDir, { recursive: true });
   const store = options.store ?? (await openStore(config, { log }));
   // Several serve nodes on one PostgreSQL: leases decide which node runs a session.
@@ -124,7 +127,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const resources = new Resources();
   const customTools =
     options.customTools ?? combineToolSources([createCustomToolSource({ config, log, resources }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
-  const agents = agentReader(config, log, options.reloadAgents !== false);
+  const agents = agentReader(config, log, options.reloadAgents !== false, onUnknownKey);
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
@@ -228,7 +231,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
 }
 
 /** Agents, re-read only when an agent file changed, so sessions see new agents without a restart. */
-function agentReader(config: VeilConfig, log: Logger, reload: boolean): () => Record<string, AgentConfig> {
+function agentReader(config: VeilConfig, log: Logger, reload: boolean, onUnknownKey: UnknownKeyListener): () => Record<string, AgentConfig> {
   let cached = config.agents;
   let stamp = agentsStamp(config.paths);
   return () => {
@@ -236,7 +239,7 @@ function agentReader(config: VeilConfig, log: Logger, reload: boolean): () => Re
     try {
       const now = agentsStamp(config.paths);
       if (now !== stamp) {
-        cached = loadAgents(config.paths);
+        cached = loadAgents(config.paths, onUnknownKey);
         stamp = now;
       }
     } catch (error) {

@@ -1,4 +1,5 @@
 import { loadConfig } from "../config/load.js";
+import { warnUnknownKeysOnce } from "../config/unknown-keys.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { describeTools, publicToolList, type ToolListing } from "../tools/catalog.js";
@@ -11,7 +12,7 @@ const DESCRIPTION_WIDTH = 100;
 const SOURCE_INDENT = 22 + 1 + 8 + 1 + 14 + 1;
 
 export async function agentsCommand(command: ListCommand, io: CliIo): Promise<number> {
-  const config = loadConfig({ workspace: command.workspace, env: io.env });
+  const config = loadConfig({ workspace: command.workspace, env: io.env, onUnknownKey: warnUnknownKeysOnce(cliLogger(io, command.logFormat, "warn")) });
   const agents = Object.values(config.agents);
   if (command.json) io.stdout(JSON.stringify(agents.map((a) => ({ name: a.name, description: a.description, model: a.model ?? null, source: a.source, modes: Object.keys(a.modes) })), null, 2) + "\n");
   else for (const a of agents) io.stdout(`${a.name.padEnd(20)} ${a.source.padEnd(8)} ${a.model ?? "(default model)"}  ${a.description}\n`);

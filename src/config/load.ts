@@ -6,6 +6,7 @@ import { sharedValidators } from "../base/validation.js";
 import { ownEntry, withoutPrototypes } from "./dictionary.js";
 import { builtinDefaultAgent, defaultMode, defaultModelInfo, defaultSettings } from "./defaults.js";
 import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "./schemas.js";
+import { didYouMean, findUnknownKeys, type UnknownKeyListener } from "./unknown-keys.js";
 import type { AgentConfig, ModeConfig, ModelInfo, Settings, VeilConfig, VeilPaths } from "./types.js";
 
 export interface LoadOptions {
@@ -13,16 +14,22 @@ export interface LoadOptions {
   env: Record<string, string | undefined>;
   /** CLI flags: the top layer of the settings merge. */
   overrides?: Partial<Settings>;
+  /** Told of each key a file holds that Veil does not know (the file still loads). */
+  onUnknownKey?: UnknownKeyListener;
 }
 
-/** Compiled on first use: a workspace without config files never pays for AJV code generation. */
-function lazy(schema: object): (input: unknown) => string | null {
-  let compiled: ((input: unknown) => string | null) | undefined;
-  return (input) => (compiled ??= sharedValidators.compile(schema as Record<string, unknown>))(input);
+/** A config file's schema and its validator, compiled on first use: a workspace without config files never pays for it. */
+interface FileSchema {
+  schema: object;
+  validate(input: unknown): string | null;
 }
-const validateSettings = lazy(SettingsFileSchema);
-const validateModels = lazy(ModelsFileSchema);
-const validateAgent = lazy(AgentFileSchema);
+function lazy(schema: object): FileSchema {
+  let compiled: ((input: unknown) => string | null) | undefined;
+  return { schema, validate: (input) => (compiled ??= sharedValidators.compile(schema as Record<string, unknown>))(input) };
+}
+const settingsFile = lazy(SettingsFileSchema);
+const modelsFile = lazy(ModelsFileSchema);
+const agentFile = lazy(AgentFileSchema);
 
 export function resolvePaths(workspace: string, env: Record<string, string | undefined>): VeilPaths {
   const root = existsSync(workspace) ? realpathSync(workspace) : resolve(workspace);
@@ -46,7 +53,7 @@ export function loadConfig(options: LoadOptions): VeilConfig {
   let settings = defaultSettings() as unknown as Record<string, unknown>;
   for (const dir of [paths.homeDir, paths.projectDir]) {
     const file = join(dir, "settings.json");
-    const data = readJsonFile(file, validateSettings);
+    const data = readJsonFile(file, settingsFile, options.onUnknownKey);
     if (data) settings = mergeDeep(settings, data);
   }
   settings = mergeDeep(settings, envShortcuts(options.env));
@@ -57,7 +64,7 @@ export function loadConfig(options: LoadOptions): VeilConfig {
 
   let models: Record<string, ModelInfo> = {};
   for (const dir of [paths.homeDir, paths.projectDir]) {
-    const data = readJsonFile(join(dir, "models.json"), validateModels) as Record<string, Partial<ModelInfo>> | undefined;
+    const data = readJsonFile(join(dir, "models.json"), modelsFile, options.onUnknownKey) as Record<string, Partial<ModelInfo>> | undefined;
     for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...ownEntry(models, key), ...entry } as ModelInfo;
   }
   models = Object.fromEntries(
@@ -67,11 +74,11 @@ export function loadConfig(options: LoadOptions): VeilConfig {
     ]),
   );
 
-  return deepFreeze(withoutPrototypes({ paths, settings: finalSettings, models, agents: loadAgents(paths), env: { ...options.env } }));
+  return deepFreeze(withoutPrototypes({ paths, settings: finalSettings, models, agents: loadAgents(paths, options.onUnknownKey), env: { ...options.env } }));
 }
 
 /** Agents: built-in default < $VEIL_HOME/agents < <workspace>/.veil/agents, by name. */
-export function loadAgents(paths: VeilPaths): Record<string, AgentConfig> {
+export function loadAgents(paths: VeilPaths, onUnknownKey?: UnknownKeyListener): Record<string, AgentConfig> {
   const agents: Record<string, AgentConfig> = { default: builtinDefaultAgent() };
   for (const [dir, source] of [
     [join(paths.homeDir, "agents"), "global"],
@@ -82,7 +89,7 @@ export function loadAgents(paths: VeilPaths): Record<string, AgentConfig> {
       const folder = join(dir, entry);
       const file = join(folder, "agent.json");
       if (!existsSync(file)) continue;
-      const agent = readAgent(folder, file, entry, source);
+      const agent = readAgent(folder, file, entry, source, onUnknownKey);
       agents[agent.name] = agent;
     }
   }
@@ -111,8 +118,8 @@ export function agentsStamp(paths: VeilPaths): string {
   return parts.join("|");
 }
 
-function readAgent(folder: string, file: string, folderName: string, source: "global" | "project"): AgentConfig {
-  const raw = readJsonFile(file, validateAgent) as Record<string, unknown>;
+function readAgent(folder: string, file: string, folderName: string, source: "global" | "project", onUnknownKey: UnknownKeyListener | undefined): AgentConfig {
+  const raw = readJsonFile(file, agentFile, onUnknownKey) as Record<string, unknown>;
   const promptFile = join(folder, "AGENT.md");
   const systemPrompt = existsSync(promptFile) ? readFileSync(promptFile, "utf8") : ((raw.systemPrompt as string | undefined) ?? "");
   const modesRaw = (raw.modes as Record<string, Partial<ModeConfig>> | undefined) ?? { chat: {} };
@@ -156,7 +163,12 @@ function checkStore(settings: Settings): void {
   }
 }
 
-function readJsonFile(file: string, validate: (input: unknown) => string | null): Record<string, unknown> | undefined {
+/**
+ * Parses and validates one config file. A key the schema does not know fails the load where
+ * the schema refuses extra keys (the error says which known key is closest); anywhere else
+ * it goes to `onUnknownKey` and the file loads.
+ */
+function readJsonFile(file: string, spec: FileSchema, onUnknownKey: UnknownKeyListener | undefined): Record<string, unknown> | undefined {
   if (!existsSync(file)) return undefined;
   let data: unknown;
   try {
@@ -164,8 +176,13 @@ function readJsonFile(file: string, validate: (input: unknown) => string | null)
   } catch (error) {
     throw new VeilError("CONFIG_ERROR", `${file}: invalid JSON (${(error as Error).message})`, { cause: error });
   }
-  const problem = validate(data);
-  if (problem) throw new VeilError("CONFIG_ERROR", `${file}: ${problem.replace(/ Rewrite the input.*$/, "")}`);
+  const unknown = findUnknownKeys(data, spec.schema);
+  const problem = spec.validate(data);
+  if (problem) {
+    const hints = unknown.filter((key) => key.refused).map((key) => ` Unknown key "${key.path}"${didYouMean(key)}.`);
+    throw new VeilError("CONFIG_ERROR", `${file}: ${problem.replace(/ Rewrite the input.*$/, "")}${hints.join("")}`);
+  }
+  for (const key of unknown) onUnknownKey?.({ file, ...key });
   return data as Record<string, unknown>;
 }
 

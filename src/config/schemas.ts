@@ -1,7 +1,11 @@
 import { Type } from "../schema.js";
 import type { ReasoningEffort, ReasoningStyle } from "./types.js";
 
-/** One schema per config file; validation errors name the file and the field. */
+/**
+ * One schema per config file; validation errors name the file and the field. Every key Veil
+ * reads is named here: a key a file holds that its schema does not name is reported as
+ * unknown (config/unknown-keys.ts), an error where the object is closed, else a warning.
+ */
 
 const BudgetSchema = Type.Object(
   {
@@ -107,7 +111,14 @@ export const SettingsFileSchema = Type.Object(
     summarizerMaxCallsPerMinute: Type.Optional(Type.Integer({ minimum: 1 })),
     defaultCompaction: Type.Optional(CompactionSchema),
     files: Type.Optional(Type.Object({ writeRoots: Type.Optional(Type.Array(Type.String())) })),
-    webFetch: Type.Optional(Type.Object({ allowHosts: Type.Optional(Type.Array(Type.String())) })),
+    webFetch: Type.Optional(
+      Type.Object({
+        allowHosts: Type.Optional(Type.Array(Type.String())),
+        maxBytes: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Bytes one fetch may download, after decompression too (default 10 MiB)." })),
+        timeoutMs: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Wall time of one fetch with its redirects and body, ms (default 30000)." })),
+        maxRedirects: Type.Optional(Type.Integer({ minimum: 0, description: "Redirect hops followed (default 5)." })),
+      }),
+    ),
     webSearch: Type.Optional(Type.Object({ endpoint: Type.Optional(Type.String({ pattern: "^https?://" })) })),
     retry: Type.Optional(
       Type.Object({
@@ -124,6 +135,8 @@ export const SettingsFileSchema = Type.Object(
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),
     claudeCli: Type.Optional(ClaudeCliSchema),
+    // Each origin is checked, with its own messages, where the server reads them (server/cors.ts).
+    server: Type.Optional(Type.Object({ allowedOrigins: Type.Optional(Type.Unknown({ description: "Origins (scheme://host[:port]) that get CORS answers." })) })),
     // Each server entry is checked on its own at discovery (tools/mcp/config.ts): one bad entry breaks only that server.
     mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown({ description: "An MCP server: { command, args?, env? } or { type: \"http\" | \"sse\", url, headers? }" }))),
     hooks: Type.Optional(HooksSchema),

@@ -211,6 +211,21 @@ describe.skipIf(!built)("veil run: configuration errors", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^CONFIG_ERROR: no model configured: set defaultModel/);
   });
+  it("unknown keys in settings.json and agent.json: one warning each naming the file and the closest known key; the run goes on", async () => {
+    writeSettings({ defaultModle: "typo", retry: { maxRetrys: 1 } });
+    mkdirSync(join(ws.root, ".veil/agents/writer"), { recursive: true });
+    writeFileSync(join(ws.root, ".veil/agents/writer/agent.json"), JSON.stringify({ budgett: { max_tokens: 5 } }));
+    llm.enqueue(reply().text("fine").stop());
+    const result = await veil(["run", "--agent", "writer", "hi"]);
+    expect(result).toMatchObject({ code: 0, stdout: "fine\n" });
+    const warnings = result.stderr.split("\n").filter(Boolean).map((line) => JSON.parse(line) as { level: string; msg: string });
+    const veilDir = join(realpathSync(ws.root), ".veil");
+    expect(warnings.map((w) => `${w.level} ${w.msg}`)).toEqual([
+      `warn unknown key "defaultModle" in ${veilDir}/settings.json (did you mean "defaultModel"?); Veil does not use it`,
+      `warn unknown key "retry.maxRetrys" in ${veilDir}/settings.json (did you mean "retry.maxRetries"?); Veil does not use it`,
+      `warn unknown key "budgett" in ${veilDir}/agents/writer/agent.json (did you mean "budget"?); Veil does not use it`,
+    ]);
+  });
 });
 
 describe.skipIf(!built)("veil serve, tools and sessions", () => {

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
+import { findUnknownKeys, type UnknownKeyNotice } from "../../config/unknown-keys.js";
 
 /** A checked MCP server entry, ready to connect. */
 export interface McpServerSpec {
@@ -27,7 +28,15 @@ const TYPES = ["stdio", "http", "sse"] as const;
 export interface McpConfigResult {
   servers: McpServerSpec[];
   problems: McpConfigProblem[];
+  /** Keys of `.mcp.json` or of settings' `mcpServers` entries that Veil does not read (the entries still work). */
+  unknownKeys: UnknownKeyNotice[];
 }
+
+/** The keys of a server entry Veil reads (checkEntry); `env` and `headers` hold free-form names. */
+const ENTRY_KEYS = ["type", "command", "args", "env", "cwd", "url", "headers", "startupTimeoutSeconds", "callTimeoutSeconds"];
+const SERVERS_SHAPE = { additionalProperties: { properties: Object.fromEntries(ENTRY_KEYS.map((key) => [key, {}])) } };
+/** `.mcp.json` and settings alike: `{ "mcpServers": { "<name>": <entry> } }`, walked by findUnknownKeys. */
+const MCP_FILE_SHAPE = { properties: { mcpServers: SERVERS_SHAPE } };
 
 /**
  * Merges `settings.mcpServers` over `<workspace>/.mcp.json` (settings win on the same
@@ -40,13 +49,17 @@ export function resolveMcpServers(options: { settingsServers: Record<string, unk
   const entries = new Map<string, { raw: unknown; origin: string }>();
   for (const [name, raw] of Object.entries(options.mcpJson.servers)) entries.set(name, { raw, origin: options.mcpJson.path });
   for (const [name, raw] of Object.entries(options.settingsServers ?? {})) entries.set(name, { raw, origin: "settings" });
+  const unknownKeys = [
+    ...options.mcpJson.unknownKeys.map((key) => ({ file: options.mcpJson.path, ...key })),
+    ...findUnknownKeys({ mcpServers: options.settingsServers ?? {} }, MCP_FILE_SHAPE).map((key) => ({ file: "settings.json", ...key })),
+  ];
   const servers: McpServerSpec[] = [];
   for (const [name, { raw, origin }] of entries) {
     const checked = checkEntry(name, raw, origin, options.workspace, options.env);
     if (typeof checked === "string") problems.push({ server: name, ...(origin === "settings" ? {} : { file: origin }), reason: checked });
     else servers.push(checked);
   }
-  return { servers, problems };
+  return { servers, problems, unknownKeys };
 }
 
 export interface McpJsonRead {
@@ -55,6 +68,8 @@ export interface McpJsonRead {
   stamp: string;
   servers: Record<string, unknown>;
   problem?: McpConfigProblem;
+  /** Keys Veil does not read, found when the file was parsed. */
+  unknownKeys: ReturnType<typeof findUnknownKeys>;
 }
 
 /** Reads `<workspace>/.mcp.json`; a missing file is no servers, a malformed one a problem. Never throws. */
@@ -65,10 +80,10 @@ export function readMcpJson(workspace: string, previous?: McpJsonRead): McpJsonR
     const info = statSync(path);
     stamp = `${info.size}:${info.mtimeMs}`;
   } catch {
-    return { path, stamp, servers: {} };
+    return { path, stamp, servers: {}, unknownKeys: [] };
   }
   if (previous && previous.path === path && previous.stamp === stamp) return previous;
-  const fail = (reason: string): McpJsonRead => ({ path, stamp, servers: {}, problem: { server: null, file: path, reason: `${path}: ${reason}` } });
+  const fail = (reason: string): McpJsonRead => ({ path, stamp, servers: {}, unknownKeys: [], problem: { server: null, file: path, reason: `${path}: ${reason}` } });
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(path, "utf8"));
@@ -76,9 +91,10 @@ export function readMcpJson(workspace: string, previous?: McpJsonRead): McpJsonR
     return fail(`invalid JSON (${(error as Error).message}); no server from this file is started`);
   }
   if (!isObject(data)) return fail(`must hold a JSON object { "mcpServers": { … } }`);
-  if (data.mcpServers === undefined) return { path, stamp, servers: {} };
+  const unknownKeys = findUnknownKeys(data, MCP_FILE_SHAPE);
+  if (data.mcpServers === undefined) return { path, stamp, servers: {}, unknownKeys };
   if (!isObject(data.mcpServers)) return fail(`"mcpServers" must be an object of server entries by name`);
-  return { path, stamp, servers: data.mcpServers };
+  return { path, stamp, servers: data.mcpServers, unknownKeys };
 }
 
 function checkEntry(name: string, raw: unknown, origin: string, workspace: string, env: Record<string, string | undefined>): McpServerSpec | string {

@@ -1,5 +1,6 @@
 import type { Clock } from "../../base/clock.js";
 import type { VeilConfig } from "../../config/types.js";
+import { warnUnknownKeysOnce } from "../../config/unknown-keys.js";
 import { childEnv } from "../custom/injected.js";
 import { createSchemaChecker } from "../custom/manifest.js";
 import type { BrokenMcpEntry, CustomToolSource } from "../registry.js";
@@ -38,7 +39,8 @@ export function createMcpToolSource(options: McpToolSourceOptions): McpToolSourc
   const checkSchema = createSchemaChecker();
   const serverEnv = childEnv(options.env, config.settings);
   let mcpJson: McpJsonRead | undefined;
-  let resolved: McpConfigResult = { servers: [], problems: [] };
+  let resolved: McpConfigResult = { servers: [], problems: [], unknownKeys: [] };
+  const onUnknownKey = warnUnknownKeysOnce(log);
   const adapted = new WeakMap<McpServerHandle, { version: number; tools: RegisteredTool[]; problems: McpToolProblem[] }>();
 
   const resolveConfig = (): McpConfigResult => {
@@ -47,6 +49,7 @@ export function createMcpToolSource(options: McpToolSourceOptions): McpToolSourc
       mcpJson = read;
       resolved = resolveMcpServers({ settingsServers: config.settings.mcpServers, mcpJson: read, workspace: config.paths.workspace, env: options.env });
       for (const problem of resolved.problems) log.warn(problem.reason, { server: problem.server });
+      for (const notice of resolved.unknownKeys) onUnknownKey(notice);
     }
     return resolved;
   };
