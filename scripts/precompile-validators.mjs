@@ -13,7 +13,7 @@ const require = createRequire(import.meta.url);
 const { Ajv } = require("ajv");
 const standaloneCode = require("ajv/dist/standalone").default;
 const { allBuiltinTools } = await import("../dist/src/core/builtins.js");
-const { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } = await import("../dist/src/config/schemas.js");
+const { AgentFileSchema, HooksFileSchema, ModelsFileSchema, SettingsFileSchema } = await import("../dist/src/config/schemas.js");
 const { VALIDATOR_OPTIONS } = await import("../dist/src/base/validation.js");
 // A server compiled these on its first request of each kind: ~100 ms with the loop stopped.
 const { ChatBody, CreateBody } = await import("../dist/src/server/routes/sessions.js");
@@ -26,7 +26,7 @@ if (bodies.some((schema) => !schema)) throw new Error("precompile-validators: a 
 const texts = [
   ...new Set([
     ...allBuiltinTools().map((tool) => JSON.stringify(tool.inputSchema)),
-    ...[SettingsFileSchema, ModelsFileSchema, AgentFileSchema, ...bodies].map((s) => JSON.stringify(s)),
+    ...[SettingsFileSchema, HooksFileSchema, ModelsFileSchema, AgentFileSchema, ...bodies].map((s) => JSON.stringify(s)),
   ]),
 ];
 const out = new URL("../dist/src/base/validators/", import.meta.url);

@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { AgentConfig, Settings, VeilConfig } from "./config/types.js";
+import { settingsHooksReader } from "./config/hooks-file.js";
 import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
 import { warnUnknownKeysOnce, type UnknownKeyListener } from "./config/unknown-keys.js";
 import { systemClock, type Clock } from "./base/clock.js";
@@ -130,7 +131,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const agents = agentReader(config, log, options.reloadAgents !== false, onUnknownKey);
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
-  const hooks = new HookRunner({ hooks: config.settings.hooks, workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
+  // Hooks are guardrails: a hook added to (or removed from) settings.json applies from the next call on, no restart.
+  const hooks = new HookRunner({ hooks: config.settings.hooks, reload: settingsHooksReader(config.paths, config.settings.hooks), workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
   const selfAddress = new SelfAddress();
 
   const wakeups = resources.get("wakeups", () =>

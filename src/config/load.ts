@@ -19,11 +19,11 @@ export interface LoadOptions {
 }
 
 /** A config file's schema and its validator, compiled on first use: a workspace without config files never pays for it. */
-interface FileSchema {
+export interface FileSchema {
   schema: object;
   validate(input: unknown): string | null;
 }
-function lazy(schema: object): FileSchema {
+export function lazy(schema: object): FileSchema {
   let compiled: ((input: unknown) => string | null) | undefined;
   return { schema, validate: (input) => (compiled ??= sharedValidators.compile(schema as Record<string, unknown>))(input) };
 }
@@ -168,7 +168,7 @@ function checkStore(settings: Settings): void {
  * the schema refuses extra keys (the error says which known key is closest); anywhere else
  * it goes to `onUnknownKey` and the file loads.
  */
-function readJsonFile(file: string, spec: FileSchema, onUnknownKey: UnknownKeyListener | undefined): Record<string, unknown> | undefined {
+export function readJsonFile(file: string, spec: FileSchema, onUnknownKey: UnknownKeyListener | undefined): Record<string, unknown> | undefined {
   if (!existsSync(file)) return undefined;
   let data: unknown;
   try {

@@ -100,6 +100,9 @@ const HooksSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** What is read again of a settings file when it changes while Veil runs (config/hooks-file.ts). */
+export const HooksFileSchema = Type.Object({ hooks: Type.Optional(HooksSchema) }, { additionalProperties: true });
+
 export const SettingsFileSchema = Type.Object(
   {
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),

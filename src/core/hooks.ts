@@ -2,8 +2,10 @@ import { spawn } from "node:child_process";
 import type { Clock } from "../base/clock.js";
 import type { VeilEventBody } from "../base/events.js";
 import type { Logger } from "../base/log.js";
+import type { HooksReader } from "../config/hooks-file.js";
 import type { HookCommand, HookEventName, HooksSettings } from "../config/types.js";
-import { VeilError } from "../errors.js";
+import { errorMessage, isVeilError, VeilError } from "../errors.js";
+import { formatToolError } from "../tools/format.js";
 
 /** A hook past its timeout is killed and counts as exit 0. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -19,6 +21,12 @@ export type HookDecision = { blocked: false; context?: string } | { blocked: tru
 
 export interface HookRunnerOptions {
   hooks: HooksSettings | undefined;
+  /**
+   * Asked before each hook decision for the hooks now in force (config/hooks-file.ts: the
+   * settings files' hooks, re-read when a file changed); throws CONFIG_ERROR while they cannot
+   * be read. Without it, `hooks` stay as given.
+   */
+  reload?: HooksReader;
   /** Absolute workspace root: every hook runs there (cwd) and sees it as `cwd`. */
   workspace: string;
   clock: Clock;
@@ -50,24 +58,26 @@ interface HookRun {
  * that cannot start, fails or times out lets the turn go on.
  */
 export class HookRunner {
-  private readonly byEvent = new Map<HookEventName, CompiledHook[]>();
+  private byEvent: Map<HookEventName, CompiledHook[]>;
+  /** The hooks `byEvent` was compiled from. */
+  private source: HooksSettings | undefined;
+  /** Set while the hooks cannot be read: every tool call fails with it, and prompts are refused. */
+  private broken: VeilError | undefined;
   private readonly continuations = new Map<string, number>();
 
   /** Throws CONFIG_ERROR when a matcher is not a valid regular expression. */
   constructor(private readonly options: HookRunnerOptions) {
-    for (const [event, groups] of Object.entries(options.hooks ?? {}) as [HookEventName, NonNullable<HooksSettings[HookEventName]>][]) {
-      const compiled: CompiledHook[] = [];
-      for (const group of groups) {
-        const matcher = compileMatcher(event, group.matcher);
-        for (const command of group.hooks) compiled.push({ matcher, command });
-      }
-      if (compiled.length) this.byEvent.set(event, compiled);
-    }
+    this.source = options.hooks;
+    this.byEvent = compileHooks(options.hooks);
   }
 
-  /** True when any hook is configured for `event` (lets callers skip building inputs). */
+  /**
+   * True when any hook is configured for `event` (lets callers skip building inputs), and
+   * while the hooks cannot be read (the call must come in to fail).
+   */
   has(event: HookEventName): boolean {
-    return this.byEvent.has(event);
+    this.refresh();
+    return this.broken !== undefined || this.byEvent.has(event);
   }
 
   /** Before a tool runs. Blocked: do not run it; `reason` is the tool result the model sees. */
@@ -124,7 +134,43 @@ export class HookRunner {
     this.continuations.delete(sessionId);
   }
 
+  /** Takes up the hooks now in force; a change is logged, and so, loudly, is hooks that cannot be read. */
+  private refresh(): void {
+    if (!this.options.reload) return;
+    let next: HooksSettings | undefined;
+    let compiled: Map<HookEventName, CompiledHook[]>;
+    try {
+      next = this.options.reload();
+      if (next === this.source && !this.broken) return;
+      compiled = next === this.source ? this.byEvent : compileHooks(next);
+    } catch (error) {
+      const problem = isVeilError(error) ? error : new VeilError("CONFIG_ERROR", errorMessage(error), { cause: error });
+      if (this.broken?.message !== problem.message) {
+        this.options.log.error(`hooks cannot be read, so every tool call fails and user prompts are refused until the settings are fixed: ${problem.message}`);
+      }
+      this.broken = problem;
+      return;
+    }
+    this.broken = undefined;
+    this.source = next;
+    this.byEvent = compiled;
+    const counts = Object.fromEntries([...compiled].map(([event, hooks]) => [event, hooks.length]));
+    this.options.log.info("settings hooks changed; these are in force now", { hooks: counts });
+  }
+
+  /** While the hooks cannot be read: a tool call fails (before it runs, or as feedback after), a prompt is refused. */
+  private failClosed(event: HookEventName, broken: VeilError): HookDecision {
+    if (event === "UserPromptSubmit") throw broken;
+    if (event === "PreToolUse" || event === "PostToolUse") {
+      return { blocked: true, reason: formatToolError(broken.code, `${broken.message.replace(/\.$/, "")}. The hooks in force cannot be read, so ${event === "PreToolUse" ? "this call did not run" : "this call's result was not checked"}; no tool runs until the settings are fixed`) };
+    }
+    // Stop and SessionStart add to a run; logged loudly above, they do not stop it.
+    return { blocked: false };
+  }
+
   private async decide(event: HookEventName, sessionId: string, toolName: string | null, fields: Record<string, unknown>): Promise<HookDecision> {
+    this.refresh();
+    if (this.broken) return this.failClosed(event, this.broken);
     const hooks = (this.byEvent.get(event) ?? []).filter((hook) => !hook.matcher || toolName === null || hook.matcher.test(toolName));
     if (hooks.length === 0) return { blocked: false };
     const stdin = JSON.stringify({ session_id: sessionId, hook_event_name: event, cwd: this.options.workspace, ...fields });
@@ -201,6 +247,19 @@ export class HookRunner {
       child.once("close", finish);
     });
   }
+}
+
+function compileHooks(hooks: HooksSettings | undefined): Map<HookEventName, CompiledHook[]> {
+  const byEvent = new Map<HookEventName, CompiledHook[]>();
+  for (const [event, groups] of Object.entries(hooks ?? {}) as [HookEventName, NonNullable<HooksSettings[HookEventName]>][]) {
+    const compiled: CompiledHook[] = [];
+    for (const group of groups) {
+      const matcher = compileMatcher(event, group.matcher);
+      for (const command of group.hooks) compiled.push({ matcher, command });
+    }
+    if (compiled.length) byEvent.set(event, compiled);
+  }
+  return byEvent;
 }
 
 function compileMatcher(event: HookEventName, matcher: string | undefined): RegExp | null {
