@@ -30,6 +30,11 @@ const io: CliIo = {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString("utf8");
   },
+  onInterrupt: (handler) => {
+    process.on("SIGINT", handler);
+    return () => void process.off("SIGINT", handler);
+  },
+  exit: (code) => process.exit(code),
 };
 
 // `veil tools | head`: a reader that goes away is not an error.

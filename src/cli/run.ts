@@ -4,6 +4,7 @@ import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import { UsageError, commandUsage, type RunCommand } from "./args.js";
+import { EXIT_INTERRUPTED, watchInterrupt } from "./interrupt.js";
 import { cliLogger, paintFor, type CliIo, type Paint } from "./terminal.js";
 
 export type { CliIo } from "./terminal.js";
@@ -15,27 +16,41 @@ export type { CliIo } from "./terminal.js";
  */
 export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
   const prompt = await resolvePrompt(command, io);
-  const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
+  // Ctrl-C cancels the turn like POST /sessions/:id/cancel: the session goes idle with every
+  // tool call answered, so --continue can go on; a second Ctrl-C quits at once.
+  const interrupt = watchInterrupt(io);
   try {
-    const session = await pickSession(runtime, command);
-    // Checked before the turn, so a missing model or key is one CONFIG_ERROR line and nothing is sent.
-    await runtime.sessions.checkModelReady(session, command.model);
-    const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
-    const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
-    const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
-    const result = await receipt.result;
-    unsubscribe();
-    if (!command.json) (renderer as Renderer).finish();
-    if (result.stopReason === "error") {
-      io.stderr(`${result.error?.code ?? "ERROR"}: ${result.error?.message ?? "run failed"}\n`);
-      return 1;
+    const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
+    try {
+      const session = await pickSession(runtime, command);
+      // Checked before the turn, so a missing model or key is one CONFIG_ERROR line and nothing is sent.
+      await runtime.sessions.checkModelReady(session, command.model);
+      if (interrupt.requested) return cancelled(io);
+      const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
+      const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
+      const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
+      interrupt.onFirst(() => void runtime.sessions.cancel(session.id).catch((error: unknown) => runtime.log.warn("could not cancel the turn", { error: String(error) })));
+      const result = await receipt.result;
+      unsubscribe();
+      if (!command.json) (renderer as Renderer).finish();
+      if (result.stopReason === "error") {
+        io.stderr(`${result.error?.code ?? "ERROR"}: ${result.error?.message ?? "run failed"}\n`);
+        return 1;
+      }
+      if (result.stopReason === "cancelled") return cancelled(io);
+      if (result.stopReason !== "stop") io.stderr(`run stopped: ${result.stopReason}\n`);
+      return result.stopReason === "stop" || result.stopReason === "length" ? 0 : 2;
+    } finally {
+      await runtime.close();
     }
-    if (result.stopReason === "cancelled") return 130;
-    if (result.stopReason !== "stop") io.stderr(`run stopped: ${result.stopReason}\n`);
-    return result.stopReason === "stop" || result.stopReason === "length" ? 0 : 2;
   } finally {
-    await runtime.close();
+    interrupt.dispose();
   }
+}
+
+function cancelled(io: CliIo): number {
+  io.stderr("cancelled\n");
+  return EXIT_INTERRUPTED;
 }
 
 /** The prompt: the arguments, else stdin when it is `-` or piped. */

@@ -11,6 +11,10 @@ export interface CliIo {
   stdinIsTTY?: boolean;
   /** The whole of stdin (for `veil run -` and piped prompts). */
   readStdin?: () => Promise<string>;
+  /** Calls `handler` on each Ctrl-C (SIGINT) until the returned function is called. */
+  onInterrupt?: (handler: () => void) => () => void;
+  /** Ends the process at once with this code. */
+  exit?: (code: number) => void;
 }
 
 export interface Paint {
