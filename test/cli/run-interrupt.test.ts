@@ -147,5 +147,14 @@ describe.skipIf(!veilBuilt)("veil run: Ctrl-C", () => {
     expect(result.stderr).toContain("cancelling… (Ctrl-C again to quit at once)\n");
     expect(result.stderr).not.toContain("\ncancelled\n");
     expect(existsSync(join(ws.root, "ran.txt"))).toBe(false);
+
+    // Left as a kill would leave it; the next run still sends a valid history and settles the session.
+    writeFileSync(join(ws.root, ".veil/settings.json"), "{}");
+    llm.enqueue(reply().text("again").stop());
+    expect(await spawnVeil(["run", "--continue", "go on"], { cwd: ws.root, env })).toMatchObject({ code: 0, stdout: "again\n" });
+    const sent = llm.completionRequests.at(-1)!.body.messages as { role: string; tool_calls?: { id: string }[]; tool_call_id?: string }[];
+    const callAt = sent.findIndex((m) => m.role === "assistant" && m.tool_calls?.length);
+    expect(sent[callAt + 1]).toMatchObject({ role: "tool", tool_call_id: sent[callAt]!.tool_calls![0]!.id });
+    expect((await storedSession()).session.status).toBe("idle");
   });
 });
