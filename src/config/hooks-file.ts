@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { errorMessage, isVeilError, VeilError } from "../errors.js";
-import { lazy, mergeDeep, readJsonFile } from "./load.js";
+import { configFileSchema, mergeDeep, readJsonFile } from "./load.js";
 import { HooksFileSchema } from "./schemas.js";
 import type { HooksSettings, VeilPaths } from "./types.js";
 
@@ -34,7 +34,7 @@ export function settingsHooksReader(paths: VeilPaths, initial: HooksSettings | u
   };
 }
 
-const hooksFile = lazy(HooksFileSchema);
+const hooksFile = configFileSchema(HooksFileSchema);
 
 function readHooks(files: readonly string[]): { hooks: HooksSettings | undefined } | { error: VeilError } {
   let hooks: Record<string, unknown> | undefined;

@@ -23,13 +23,13 @@ export interface FileSchema {
   schema: object;
   validate(input: unknown): string | null;
 }
-export function lazy(schema: object): FileSchema {
+export function configFileSchema(schema: object): FileSchema {
   let compiled: ((input: unknown) => string | null) | undefined;
   return { schema, validate: (input) => (compiled ??= sharedValidators.compile(schema as Record<string, unknown>))(input) };
 }
-const settingsFile = lazy(SettingsFileSchema);
-const modelsFile = lazy(ModelsFileSchema);
-const agentFile = lazy(AgentFileSchema);
+const settingsFile = configFileSchema(SettingsFileSchema);
+const modelsFile = configFileSchema(ModelsFileSchema);
+const agentFile = configFileSchema(AgentFileSchema);
 
 export function resolvePaths(workspace: string, env: Record<string, string | undefined>): VeilPaths {
   const root = existsSync(workspace) ? realpathSync(workspace) : resolve(workspace);

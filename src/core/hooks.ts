@@ -54,8 +54,10 @@ interface HookRun {
  * Runs the user's lifecycle hooks (Claude Code's shape): each
  * matching command gets the event as JSON on stdin, runs with `sh -c` in the
  * workspace, and may block by exiting 2 or printing
- * `{"decision":"block","reason":…}`. Never throws after construction: a hook
- * that cannot start, fails or times out lets the turn go on.
+ * `{"decision":"block","reason":…}`. A hook that cannot start, fails or times out
+ * lets the turn go on. With `reload`, the hooks in force are those of the settings
+ * files now; while those cannot be read it fails closed: tool calls are blocked with
+ * the CONFIG_ERROR and userPromptSubmit throws it (the only method that throws).
  */
 export class HookRunner {
   private byEvent: Map<HookEventName, CompiledHook[]>;
