@@ -9,7 +9,7 @@
  */
 import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
-import { httpError, inStreamError, networkError, parseRetryAfter } from "./errors.js";
+import { httpError, inStreamError, networkError, parseRetryAfter, unreadableChunk } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
@@ -152,16 +152,16 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
         clearTimeout(timer); // the consumer's time between chunks is not the provider's
         const payloads = ended ? parser.push(decoder.decode()).concat(parser.end()) : parser.push(decoder.decode(value, { stream: true }));
         for (const payload of payloads) {
-          if (payload.trim() === "[DONE]") {
+          const data = payload.trim();
+          if (data === "") continue; // an empty data line: a keep-alive
+          if (data === "[DONE]") {
             sawDone = true;
             break;
           }
-          let chunk: Record<string, any>;
-          try {
-            chunk = JSON.parse(payload);
-          } catch {
-            continue; // a keep-alive or garbage line; real providers occasionally send these
-          }
+          const chunk = parseChunk(data);
+          // Whatever it held (text, a tool call's arguments, the finish) is lost: an answer
+          // without it would pass for complete.
+          if (!chunk) return yield fail(unreadableChunk(s.name, request.model, data, acc.produced));
           if (chunk.error) return yield fail(inStreamError(s.name, request.model, chunk.error, acc.produced));
           for (const event of acc.apply(chunk)) yield event;
         }
@@ -186,6 +186,16 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
     clearTimeout(timer);
     request.signal?.removeEventListener("abort", onAbort);
     controller.abort();
+  }
+}
+
+/** A data line's chunk: a JSON object, else undefined. */
+function parseChunk(data: string): Record<string, any> | undefined {
+  try {
+    const value: unknown = JSON.parse(data);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, any>) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

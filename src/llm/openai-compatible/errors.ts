@@ -69,3 +69,15 @@ export function networkError(provider: string, model: string, error: unknown, pr
   const what = produced ? "connection lost mid-stream" : "connection failed";
   return { code: "PROVIDER_ERROR", message: `${provider}: ${what} for model "${model}" (${reason})`, retryable: !produced };
 }
+
+/** How much of an unreadable data line an error quotes. */
+const QUOTED_CHUNK_CHARS = 120;
+
+/**
+ * A data line of a 200 stream that is not a JSON chunk. A provider failure like a reset:
+ * retried while nothing has streamed, and reported as LLM_ERROR naming the provider.
+ */
+export function unreadableChunk(provider: string, model: string, data: string, produced: boolean): LlmError {
+  const quoted = data.length > QUOTED_CHUNK_CHARS ? `${data.slice(0, QUOTED_CHUNK_CHARS)}…` : data;
+  return { code: "LLM_ERROR", message: `${provider}: unreadable stream from model "${model}": a data line is not a JSON chunk: ${quoted}`, retryable: !produced };
+}

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ProviderConfig } from "../../../src/config/types.js";
 import { createOpenAiProvider } from "../../../src/llm/openai-compatible/client.js";
 import type { LlmRequest, StreamEvent } from "../../../src/llm/types.js";
-import { hang, httpError, reply, replayFixture, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
+import { hang, httpError, replay, reply, replayFixture, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
 
 async function collect(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
@@ -182,6 +182,28 @@ describe("openai-compatible provider", () => {
     const end = terminal(events, "error");
     expect(end.error).toMatchObject({ code: "CANCELLED", retryable: false });
     expect(end.partial.content).toBe("a");
+  });
+
+  it("ends a stream with a data line that is not a JSON chunk as a retryable LLM_ERROR naming the provider", async () => {
+    for (const garbled of ["{not json}", "42", "[1]", "null", '"x"']) {
+      llm.enqueue(replay([garbled, "{still not json}", "[DONE]"]));
+      const end = terminal(await collect(provider().stream(request())), "error");
+      expect(end.error).toMatchObject({ code: "LLM_ERROR", retryable: true });
+      expect(end.error.message).toBe(`fake: unreadable stream from model "m1": a data line is not a JSON chunk: ${garbled}`);
+    }
+  });
+
+  it("after output, an unreadable data line ends the stream as a non-retryable error keeping the partial", async () => {
+    llm.enqueue(reply().text("Hel").raw("{not json").text("lo").stop());
+    const end = terminal(await collect(provider().stream(request())), "error");
+    expect(end.error).toMatchObject({ code: "LLM_ERROR", retryable: false });
+    expect(end.partial.content).toBe("Hel");
+  });
+
+  it("skips empty data lines (keep-alives) in a stream", async () => {
+    llm.enqueue(reply().raw("").text("ok").raw("  ").stop());
+    const done = terminal(await collect(provider().stream(request())), "done");
+    expect(done.message.content).toBe("ok");
   });
 
   it("keeps malformed tool arguments verbatim for the loop to reject", async () => {
