@@ -63,6 +63,8 @@ export interface StreamReply {
   done: boolean;
   /** Send only the raw steps: no role chunk, finish chunk, usage chunk or [DONE] (see replay()). */
   rawOnly?: boolean;
+  /** Headers at once, then no body byte until this settles (see ReplyBuilder.stallBody). */
+  bodyAfter?: Promise<unknown>;
 }
 
 export interface ErrorReply {
@@ -86,6 +88,7 @@ export class ReplyBuilder {
   private toolCount = 0;
   private finishOverride?: string;
   private sendDone = true;
+  private stall?: Promise<unknown>;
 
   /** A text delta (one chunk per call). */
   text(text: string): this {
@@ -143,6 +146,15 @@ export class ReplyBuilder {
     return this;
   }
 
+  /**
+   * Send the headers at once and the body (from its first chunk on) only once `promise`
+   * settles: a server that answers with headers before the model's prefill is done.
+   */
+  stallBody(promise: Promise<unknown>): this {
+    this.stall = promise;
+    return this;
+  }
+
   /** Omit the final `data: [DONE]` line (some providers do). */
   noDone(): this {
     this.sendDone = false;
@@ -169,6 +181,7 @@ export class ReplyBuilder {
       reasoningField: this.field,
       reset,
       done: this.sendDone,
+      ...(this.stall ? { bodyAfter: this.stall } : {}),
     };
   }
 }
@@ -398,6 +411,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const created = Math.floor(Date.now() / 1000);
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.flushHeaders();
+    if (r.bodyAfter) await r.bodyAfter.catch(() => undefined);
     const chunk = (delta: object, finishReason: string | null = null) =>
       send(res, { id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] });
 

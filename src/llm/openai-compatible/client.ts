@@ -1,27 +1,27 @@
 /**
- * OpenAI chat-completions provider over `fetch` + our own SSE parser.
+ * OpenAI chat-completions provider over node:http (see http-transport.ts) + our own SSE parser.
  *
- * Why not the `openai` SDK: we need (1) an idle timeout measured between chunks, which the
- * SDK's whole-request timeout cannot express; (2) raw access to non-standard fields
+ * Why not the `openai` SDK: we need (1) timeouts to the first byte and between chunks, which
+ * the SDK's whole-request timeout cannot express; (2) raw access to non-standard fields
  * (`reasoning`, `reasoning_content`, `cache_write_tokens`, in-stream `{error}` objects)
  * that the SDK's types hide; (3) exact control over error classification and no hidden
  * retry layer. The parser is ~60 lines, the rest is mapping we would write anyway.
  */
 import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
+import { providerTimeouts, type ProviderTimeouts } from "../../config/defaults.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
 import { httpError, inStreamError, networkError, parseRetryAfter, unreadableChunk } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
+import { nodeHttpTransport, type HttpAnswer, type HttpTransport } from "./http-transport.js";
+import { SilenceTimer, timedChunks, timedText } from "./silence.js";
 import { toWireRequest } from "./to-wire.js";
-
-export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
 
 export interface OpenAiProviderOptions {
   env: Record<string, string | undefined>;
-  fetch?: typeof fetch;
-  /** Idle timeout: to the first byte and between chunks. default: config.timeoutMs ?? 120000 */
-  timeoutMs?: number;
+  /** default: node:http with keep-alive agents of this provider's own */
+  transport?: HttpTransport;
   /** Wall clock for HTTP-date Retry-After. default: Date.now */
   now?: () => number;
 }
@@ -32,8 +32,8 @@ export function createOpenAiProvider(name: string, config: ProviderConfig, optio
     url: `${config.baseUrl.replace(/\/+$/, "")}/chat/completions`,
     config,
     env: options.env,
-    fetch: options.fetch ?? globalThis.fetch,
-    timeoutMs: options.timeoutMs ?? config.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS,
+    transport: options.transport ?? nodeHttpTransport(),
+    timeouts: providerTimeouts(config),
     now: options.now ?? Date.now,
     reasoningStyle: reasoningStyleFor(config),
   };
@@ -45,8 +45,8 @@ interface StreamSettings {
   url: string;
   config: ProviderConfig;
   env: Record<string, string | undefined>;
-  fetch: typeof fetch;
-  timeoutMs: number;
+  transport: HttpTransport;
+  timeouts: ProviderTimeouts;
   now: () => number;
   reasoningStyle: ReasoningStyle;
 }
@@ -62,6 +62,9 @@ function apiKey(s: StreamSettings): { key?: string; missing?: string } {
   return {};
 }
 
+/** The setting that bounds each silence, named in a timeout's message. */
+const SETTING_OF = { "first byte": "firstByteTimeoutMs", "between chunks": "idleTimeoutMs" } as const;
+
 async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerator<StreamEvent> {
   const acc = new ChunkAccumulator();
   const fail = (error: LlmError): StreamEvent => ({ type: "error", error, partial: acc.message(), usage: acc.usage(), model: request.model });
@@ -72,31 +75,25 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
   if (auth.missing) return yield fail({ code: "UNAUTHORIZED", message: auth.missing, retryable: false });
 
   const controller = new AbortController();
-  let timedOut = false;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, s.timeoutMs);
-  };
+  const timer = new SilenceTimer(s.timeouts, () => controller.abort());
   const onAbort = () => controller.abort();
   request.signal?.addEventListener("abort", onAbort, { once: true });
   const thrown = (error: unknown): StreamEvent => {
     if (request.signal?.aborted) return cancelled();
-    if (timedOut) {
-      const phase = acc.produced ? "between chunks" : "waiting for the first byte";
-      return fail({ code: "TIMEOUT", message: `${s.name}: no data from model "${request.model}" for ${s.timeoutMs} ms (${phase})`, retryable: !acc.produced });
+    const phase = timer.expired;
+    if (phase) {
+      const waiting = phase === "first byte" ? "waiting for the first byte" : "between chunks";
+      // A timeout is retried like a reset while nothing has streamed.
+      return fail({ code: "TIMEOUT", message: `${s.name}: no data from model "${request.model}" for ${timer.limit(phase)} ms (${waiting}; ${SETTING_OF[phase]})`, retryable: !acc.produced });
     }
     return fail(networkError(s.name, request.model, error, acc.produced));
   };
 
   try {
-    arm();
-    let response: Response;
+    timer.startFirstByte();
+    let response: HttpAnswer;
     try {
-      response = await s.fetch(s.url, {
+      response = await s.transport(s.url, {
         method: "POST",
         headers: {
           "content-type": "application/json",
@@ -111,22 +108,25 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
       return yield thrown(error);
     }
 
-    if (!response.ok) {
+    if (response.status < 200 || response.status > 299) {
       let text = "";
       try {
-        text = await response.text();
+        text = await timedText(response.body, timer);
       } catch (error) {
         if (request.signal?.aborted) return yield cancelled();
       }
-      return yield fail(httpError(s.name, request.model, response.status, text, parseRetryAfter(response.headers, s.now())));
+      // Redirects are not followed (a POST would not survive most of them): say where to point baseUrl.
+      const location = response.status >= 300 && response.status < 400 ? response.header("location") : null;
+      if (location) text = `redirected to ${location}; set the provider's baseUrl to the new address`;
+      return yield fail(httpError(s.name, request.model, response.status, text, parseRetryAfter(response, s.now())));
     }
 
-    const contentType = response.headers.get("content-type") ?? "";
-    if (!contentType.includes("text/event-stream") || !response.body) {
+    const contentType = response.header("content-type") ?? "";
+    if (!contentType.includes("text/event-stream")) {
       // A server that ignored stream:true and answered with one JSON completion.
       let text: string;
       try {
-        text = await response.text();
+        text = await timedText(response.body, timer);
       } catch (error) {
         return yield thrown(error);
       }
@@ -141,16 +141,15 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
       return yield done(acc, request.model);
     }
 
-    const reader = response.body.getReader();
     const decoder = new TextDecoder();
     const parser = new SseParser();
     let sawDone = false;
+    const chunks = timedChunks(response.body, timer);
     try {
-      for (;;) {
-        arm();
-        const { done: ended, value } = await reader.read();
-        clearTimeout(timer); // the consumer's time between chunks is not the provider's
-        const payloads = ended ? parser.push(decoder.decode()).concat(parser.end()) : parser.push(decoder.decode(value, { stream: true }));
+      for (let ended = false; !ended && !sawDone; ) {
+        const next = await chunks.next();
+        ended = next.done === true;
+        const payloads = ended ? parser.push(decoder.decode()).concat(parser.end()) : parser.push(decoder.decode(next.value, { stream: true }));
         for (const payload of payloads) {
           const data = payload.trim();
           if (data === "") continue; // an empty data line: a keep-alive
@@ -165,13 +164,11 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
           if (chunk.error) return yield fail(inStreamError(s.name, request.model, chunk.error, acc.produced));
           for (const event of acc.apply(chunk)) yield event;
         }
-        if (sawDone || ended) break;
       }
     } catch (error) {
       return yield thrown(error);
     } finally {
-      clearTimeout(timer);
-      reader.cancel().catch(() => undefined);
+      await chunks.return(undefined);
     }
     if (request.signal?.aborted) return yield cancelled();
     if (!sawDone && !acc.finishSeen) {
@@ -183,9 +180,10 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
     }
     return yield done(acc, request.model);
   } finally {
-    clearTimeout(timer);
+    // No abort here: a body read to its end (or drained after [DONE]) leaves its keep-alive
+    // connection to the next request; one cut short was destroyed by its reader.
+    timer.stop();
     request.signal?.removeEventListener("abort", onAbort);
-    controller.abort();
   }
 }
 

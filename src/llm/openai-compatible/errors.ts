@@ -4,10 +4,10 @@ import type { LlmError } from "../types.js";
  * Retry-After → ms. Accepts delta-seconds ("1", "1.5") or an HTTP date. `retry-after-ms`
  * (sent by OpenAI) wins when present. Undefined when absent or unparseable.
  */
-export function parseRetryAfter(headers: Headers, now: number): number | undefined {
-  const ms = headers.get("retry-after-ms");
+export function parseRetryAfter(response: { header(name: string): string | null }, now: number): number | undefined {
+  const ms = response.header("retry-after-ms");
   if (ms !== null && ms.trim() !== "" && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
-  const value = headers.get("retry-after");
+  const value = response.header("retry-after");
   if (value === null || value.trim() === "") return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000));
@@ -64,8 +64,9 @@ export function inStreamError(provider: string, model: string, error: unknown, p
 
 /** A thrown fetch/body-read failure (not abort, not timeout) → LlmError. */
 export function networkError(provider: string, model: string, error: unknown, produced: boolean): LlmError {
-  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-  const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+  const failure = error as { code?: string; message?: string; cause?: { code?: string; message?: string } } | undefined;
+  const source = failure?.cause ?? failure;
+  const reason = source?.code ?? source?.message ?? String(error);
   const what = produced ? "connection lost mid-stream" : "connection failed";
   return { code: "PROVIDER_ERROR", message: `${provider}: ${what} for model "${model}" (${reason})`, retryable: !produced };
 }

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ProviderConfig } from "../../../src/config/types.js";
 import { createOpenAiProvider } from "../../../src/llm/openai-compatible/client.js";
+import { nodeHttpTransport } from "../../../src/llm/openai-compatible/http-transport.js";
 import type { LlmRequest, StreamEvent } from "../../../src/llm/types.js";
 import { hang, httpError, replay, reply, replayFixture, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
 
@@ -32,7 +33,7 @@ describe("openai-compatible provider", () => {
   afterEach(async () => {
     await llm.close();
   });
-  const provider = (timeoutMs?: number) => createOpenAiProvider("fake", config, { env: { FAKE_KEY: "sk-test" }, timeoutMs });
+  const provider = (over: Partial<ProviderConfig> = {}) => createOpenAiProvider("fake", { ...config, ...over }, { env: { FAKE_KEY: "sk-test" } });
 
   it("streams text and reassembles tool-call arguments split across chunks", async () => {
     llm.enqueue(reply().text("Hel").text("lo").tool("read_file", { file: "/x" }, { fragments: 4 }).tool("bash", { command: "ls -la" }).stop());
@@ -141,14 +142,14 @@ describe("openai-compatible provider", () => {
 
   it("ends a hanging request with a retryable TIMEOUT error instead of throwing", async () => {
     llm.enqueue(hang());
-    const error = terminal(await collect(provider(50).stream(request())), "error").error;
+    const error = terminal(await collect(provider({ timeoutMs: 50 }).stream(request())), "error").error;
     expect(error).toMatchObject({ code: "TIMEOUT", retryable: true });
   });
 
   it("times out between chunks after output as a non-retryable TIMEOUT, keeping the partial", async () => {
     llm.enqueue(reply().text("partial").waitFor(new Promise(() => undefined)).text("never").stop());
     // generous: "partial" must arrive before the idle timer fires even on a loaded machine
-    const events = await collect(provider(500).stream(request()));
+    const events = await collect(provider({ timeoutMs: 500 }).stream(request()));
     const end = terminal(events, "error");
     expect(end.error).toMatchObject({ code: "TIMEOUT", retryable: false });
     expect(end.partial.content).toBe("partial");
@@ -217,12 +218,13 @@ describe("openai-compatible provider", () => {
     try {
       // the fake answers JSON when stream is not true; point a provider at it with a fetch that drops `stream`
       server.enqueue(reply().thinking("t").text("json").tool("glob", { pattern: "*" }).stop());
+      const http = nodeHttpTransport();
       const p = createOpenAiProvider("fake", { type: "openai", baseUrl: server.baseUrl }, {
         env: {},
-        fetch: (url, init) => {
-          const body = JSON.parse(String(init?.body));
+        transport: (url, call) => {
+          const body = JSON.parse(call.body);
           delete body.stream;
-          return fetch(url, { ...init, body: JSON.stringify(body) });
+          return http(url, { ...call, body: JSON.stringify(body) });
         },
       });
       const events = await collect(p.stream(request()));
