@@ -80,7 +80,7 @@ export async function prepareRun(
   const custom = await deps.customTools.discover(agent);
   const skills = deps.skills?.discover(agent).skills ?? [];
   const builtins = withSkillTool(deps.builtins, skills);
-  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store, log, skills });
+  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store, log, skills, config });
   if (deps.toolsUpFront?.(modelKey)) toolset.registerAllUpFront();
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);

@@ -5,6 +5,7 @@ import { formatToolError } from "../../tools/format.js";
 import { toolResultContent } from "../../tools/result-content.js";
 import { addUsage, budgetStop } from "../stop-conditions.js";
 import type { Engine, RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
+import { runInPathOrder } from "./call-order.js";
 
 /** Veil's own loop over an OpenAI-compatible provider: it owns no store, bus or multi-agent state. */
 export function createNativeEngine(deps: { llm: LlmClient }): Engine {
@@ -16,7 +17,8 @@ export function createNativeEngine(deps: { llm: LlmClient }): Engine {
 }
 
 /**
- * One run: model call → tool calls (in parallel) → results → repeat, until the model stops
+ * One run: model call → tool calls (in parallel, but one after another on a shared path) →
+ * results → repeat, until the model stops
  * or a limit stops it. Everything it does is reported as events; the recorder stores them
  * before the loop goes on (an async generator waits for its consumer).
  */
@@ -86,7 +88,7 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
         results.push(result);
       }
     } else {
-      results.push(...(await Promise.all(calls.map((call) => io.executeTool(call)))));
+      results.push(...(await runInPathOrder(calls, (call) => request.toolset.touches(call), (call) => io.executeTool(call))));
     }
     for (const result of results) {
       messages.push({ role: "tool", toolCallId: result.call.id, content: toolResultContent(result.output, result.attachments) });
