@@ -10,7 +10,7 @@
 import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
 import { providerTimeouts, type ProviderTimeouts } from "../../config/defaults.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
-import { httpError, inStreamError, networkError, parseRetryAfter, unreadableChunk } from "./errors.js";
+import { emptyStream, httpError, inStreamError, networkError, parseRetryAfter, unreadableChunk } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
@@ -144,6 +144,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
     const decoder = new TextDecoder();
     const parser = new SseParser();
     let sawDone = false;
+    let sawChunk = false;
     const chunks = timedChunks(response.body, timer);
     try {
       for (let ended = false; !ended && !sawDone; ) {
@@ -162,6 +163,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
           // without it would pass for complete.
           if (!chunk) return yield fail(unreadableChunk(s.name, request.model, data, acc.produced));
           if (chunk.error) return yield fail(inStreamError(s.name, request.model, chunk.error, acc.produced));
+          sawChunk = true;
           for (const event of acc.apply(chunk)) yield event;
         }
       }
@@ -171,6 +173,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
       await chunks.return(undefined);
     }
     if (request.signal?.aborted) return yield cancelled();
+    if (!sawChunk) return yield fail(emptyStream(s.name, request.model));
     if (!sawDone && !acc.finishSeen) {
       return yield fail({
         code: "PROVIDER_ERROR",

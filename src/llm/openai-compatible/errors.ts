@@ -82,3 +82,8 @@ export function unreadableChunk(provider: string, model: string, data: string, p
   const quoted = data.length > QUOTED_CHUNK_CHARS ? `${data.slice(0, QUOTED_CHUNK_CHARS)}…` : data;
   return { code: "LLM_ERROR", message: `${provider}: unreadable stream from model "${model}": a data line is not a JSON chunk: ${quoted}`, retryable: !produced };
 }
+
+/** A 200 stream that ended (with [DONE] or without) before any chunk: nothing to answer with, like a garbled one. */
+export function emptyStream(provider: string, model: string): LlmError {
+  return { code: "LLM_ERROR", message: `${provider}: empty stream from model "${model}": it ended before any chunk`, retryable: true };
+}

@@ -194,6 +194,14 @@ describe("openai-compatible provider", () => {
     }
   });
 
+  it("a stream that ends before any chunk (only [DONE], or nothing) is a retryable LLM_ERROR, not an empty answer", async () => {
+    for (const payloads of [["[DONE]"], []]) {
+      llm.enqueue(replay(payloads));
+      const end = terminal(await collect(provider().stream(request())), "error");
+      expect(end.error).toEqual({ code: "LLM_ERROR", retryable: true, message: 'fake: empty stream from model "m1": it ended before any chunk' });
+    }
+  });
+
   it("after output, an unreadable data line ends the stream as a non-retryable error keeping the partial", async () => {
     llm.enqueue(reply().text("Hel").raw("{not json").text("lo").stop());
     const end = terminal(await collect(provider().stream(request())), "error");
