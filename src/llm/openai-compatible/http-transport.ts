@@ -37,24 +37,49 @@ export type HttpTransport = (url: string, call: HttpCall) => Promise<HttpAnswer>
 // TLS and zlib load only for a provider that needs them.
 const require = createRequire(import.meta.url);
 
-export function nodeHttpTransport(): HttpTransport {
+/**
+ * How long a kept-alive connection may sit idle before we close it, or a second less than
+ * the server's own `Keep-Alive: timeout=N` when that is shorter (node:http reads the hint
+ * only with an agent timeout): a request must not go out on a connection the server is
+ * closing at that moment. undici's default. On a busy connection the timeout is an event
+ * nobody listens to; the SilenceTimer owns the request's waits.
+ */
+export const IDLE_CONNECTION_MS = 4000;
+
+/** A kept-alive connection the server closed as the request went out. */
+const RESET_CODES = new Set(["ECONNRESET", "EPIPE"]);
+
+export function nodeHttpTransport(options: { idleConnectionMs?: number } = {}): HttpTransport {
+  const timeout = options.idleConnectionMs ?? IDLE_CONNECTION_MS;
   let plain: HttpAgent | undefined;
   let secure: Https.Agent | undefined;
   return (url, call) =>
     new Promise<HttpAnswer>((resolve, reject) => {
       const target = new URL(url);
       const headers = { ...call.headers, "content-length": String(Buffer.byteLength(call.body)) };
-      const respond = (res: IncomingMessage) => resolve(answer(res));
-      let req;
-      if (target.protocol === "https:") {
-        const https = require("node:https") as typeof Https;
-        req = https.request(target, { method: call.method, headers, agent: (secure ??= new https.Agent({ keepAlive: true })), signal: call.signal }, respond);
-      } else {
-        req = httpRequest(target, { method: call.method, headers, agent: (plain ??= new HttpAgent({ keepAlive: true })), signal: call.signal }, respond);
-      }
-      // After the response, a failure reaches whoever reads the body.
-      req.on("error", reject);
-      req.end(call.body);
+      const send = (retried: boolean) => {
+        let req;
+        let responded = false;
+        const respond = (res: IncomingMessage) => {
+          responded = true;
+          resolve(answer(res));
+        };
+        if (target.protocol === "https:") {
+          const https = require("node:https") as typeof Https;
+          req = https.request(target, { method: call.method, headers, agent: (secure ??= new https.Agent({ keepAlive: true, timeout })), signal: call.signal }, respond);
+        } else {
+          req = httpRequest(target, { method: call.method, headers, agent: (plain ??= new HttpAgent({ keepAlive: true, timeout })), signal: call.signal }, respond);
+        }
+        const sent = req;
+        sent.on("error", (error: NodeJS.ErrnoException) => {
+          // Once, as Node's documentation advises: the server never saw a request whose reused
+          // connection it had closed. After the response, a failure reaches the body's reader.
+          if (!responded && !retried && sent.reusedSocket && !call.signal.aborted && RESET_CODES.has(error.code ?? "")) send(true);
+          else reject(error);
+        });
+        sent.end(call.body);
+      };
+      send(false);
     });
 }
 

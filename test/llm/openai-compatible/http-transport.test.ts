@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { createOpenAiProvider } from "../../../src/llm/openai-compatible/client.js";
+import { nodeHttpTransport } from "../../../src/llm/openai-compatible/http-transport.js";
 import type { StreamEvent } from "../../../src/llm/types.js";
 
 const chunk = (content: string, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
@@ -93,6 +94,48 @@ describe("the providers' HTTP transport (node:http)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("sends a request again, once, when the server closed its kept-alive connection as it went out", async () => {
+    const perConnection = new Map<unknown, number>();
+    let requests = 0;
+    const endpoint = await serve((req, res) => {
+      requests++;
+      const n = (perConnection.get(req.socket) ?? 0) + 1;
+      perConnection.set(req.socket, n);
+      // The second request on a connection finds it closing: reset, no answer.
+      if (n === 2) return void req.socket.destroy();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(chunk(`answer ${requests}`, "stop") + "data: [DONE]\n\n");
+    });
+    const provider = createOpenAiProvider("p", { type: "openai", baseUrl: endpoint.url, apiKey: "k" }, { env: {} });
+    const ends: StreamEvent[] = [];
+    for (let i = 0; i < 2; i++) {
+      for await (const event of provider.stream({ model: "m1", messages: [{ role: "user", content: "hi" }] })) if (event.type === "done" || event.type === "error") ends.push(event);
+    }
+    expect(ends.map((e) => (e.type === "done" ? e.message.content : e.error.message))).toEqual(["answer 1", "answer 3"]);
+    expect(endpoint.connections()).toBe(2);
+  });
+
+  it("closes an idle kept-alive connection after its idle limit, but never a busy one: a long wait for the first byte still answers", async () => {
+    const endpoint = await serve((_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(chunk("slow but fine", "stop") + "data: [DONE]\n\n");
+      }, 600);
+    });
+    const transport = nodeHttpTransport({ idleConnectionMs: 150 });
+    const provider = createOpenAiProvider("p", { type: "openai", baseUrl: endpoint.url, apiKey: "k" }, { env: {}, transport });
+    const ask = async () => {
+      let end: StreamEvent | undefined;
+      for await (const event of provider.stream({ model: "m1", messages: [{ role: "user", content: "hi" }] })) end = event;
+      return end;
+    };
+    expect(await ask()).toMatchObject({ type: "done", message: { content: "slow but fine" } });
+    // Idle past the limit: the connection was closed on our side, the next request opens one.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await ask()).toMatchObject({ type: "done", message: { content: "slow but fine" } });
+    expect(endpoint.connections()).toBe(2);
   });
 
   it("does not follow a redirect: the error says where baseUrl should point", async () => {
