@@ -120,7 +120,7 @@ async function externalCalls(runtime: Runtime, agent: AgentConfig, sessionId: st
   const { config } = runtime;
   const modelKey = modelKeyOf(agent, runtime);
   const writer = new SessionWriter({ sessionId, store: runtime.store, events: runtime.events, ids: runtime.ids, now: () => runtime.clock.now() });
-  const toolset = await SessionToolset.create({ builtins: tools, custom: [], agent, mode: MODE, sessionId, store: runtime.store, log: runtime.log });
+  const toolset = await SessionToolset.create({ builtins: tools, custom: [], agent, mode: MODE, sessionId, store: runtime.store, log: runtime.log, config });
   const turn: ToolTurn = {
     sessionId,
     agent,

@@ -1,4 +1,4 @@
-import type { AgentConfig, CompactionSettings, ModeConfig, ModelInfo, Settings } from "./types.js";
+import type { AgentConfig, CompactionSettings, ModeConfig, ModelInfo, ProviderConfig, Settings } from "./types.js";
 
 export const DEFAULT_WEB_SEARCH_ENDPOINT = "https://html.duckduckgo.com/html/";
 
@@ -23,6 +23,24 @@ export function defaultSettings(): Settings {
 /** Compact at 80 % of the window, keep the newest 20,000 tokens whole. */
 export function defaultCompaction(): CompactionSettings {
   return { autoThreshold: 0.8, keepRecentTokens: 20_000 };
+}
+
+/** A provider's time to the first byte of its answer: a slow local model's prefill can take minutes. */
+export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 600_000;
+/** A provider's longest silence between chunks once its answer streams. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+
+export interface ProviderTimeouts {
+  firstByteMs: number;
+  idleMs: number;
+}
+
+/** Each phase's setting, else the provider's older single `timeoutMs`, else the default. */
+export function providerTimeouts(config: Pick<ProviderConfig, "timeoutMs" | "firstByteTimeoutMs" | "idleTimeoutMs">): ProviderTimeouts {
+  return {
+    firstByteMs: config.firstByteTimeoutMs ?? config.timeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+    idleMs: config.idleTimeoutMs ?? config.timeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+  };
 }
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;

@@ -51,7 +51,9 @@ const ProviderSchema = Type.Object(
     apiKey: Type.Optional(Type.String()),
     apiKeyEnv: Type.Optional(Type.String()),
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
-    timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: "ms; the default of firstByteTimeoutMs and idleTimeoutMs." })),
+    firstByteTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: "ms from sending a request to the response body's first byte (default 600000)." })),
+    idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: "ms of silence allowed between chunks once the body streams (default 120000)." })),
     reasoning: Type.Optional(
       Type.Unsafe<ReasoningStyle>({ type: "string", enum: ["openai", "openrouter", "anthropic", "none"], description: "How reasoning goes on the wire." }),
     ),

@@ -10,8 +10,18 @@ export interface ProviderConfig {
   apiKeyEnv?: string;
   /** Extra request headers. */
   headers?: Record<string, string>;
-  /** Per-request timeout before the first byte, ms. default: 120000 */
+  /**
+   * The older single timeout, ms: when set, the default of both firstByteTimeoutMs and
+   * idleTimeoutMs (each of them, when set, wins for its phase). default: unset
+   */
   timeoutMs?: number;
+  /**
+   * From sending a request to the first byte of the response body, ms: a local model's
+   * prefill of a long prompt can take minutes. default: timeoutMs ?? 600000
+   */
+  firstByteTimeoutMs?: number;
+  /** Longest silence between chunks once the body streams, ms. default: timeoutMs ?? 120000 */
+  idleTimeoutMs?: number;
   /**
    * How reasoning goes on the wire. default: "openrouter" when the base URL's
    * host ends in openrouter.ai, else "openai" (see llm/openai-compatible/reasoning.ts).

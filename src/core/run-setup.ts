@@ -84,7 +84,7 @@ export async function prepareRun(
   const skills = deps.skills?.discover(agent).skills ?? [];
   const builtins = withSkillTool(deps.builtins, skills);
   // The toolset stores what the model activated through the run's writer (fenced on a cluster).
-  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store: writer.store, log, skills });
+  const toolset = await SessionToolset.create({ builtins, custom, agent, mode: session.mode, sessionId: id, store: writer.store, log, skills, config });
   if (deps.toolsUpFront?.(modelKey)) toolset.registerAllUpFront();
   const rows = await store.listMessages(id);
   const history = rowsToMessages(rows);

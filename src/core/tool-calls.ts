@@ -2,6 +2,7 @@ import type { Clock } from "../base/clock.js";
 import type { Logger } from "../base/log.js";
 import { errorMessage, isVeilError } from "../errors.js";
 import type { RunEvent, ToolCallResult } from "../engines/types.js";
+import { parseToolArguments, type ParsedToolArguments } from "../llm/tool-arguments.js";
 import type { ToolCallRequest } from "../llm/types.js";
 import { formatThrown, formatToolError } from "../tools/format.js";
 import { normaliseOutcome } from "../tools/outcome.js";
@@ -60,9 +61,7 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
   const parsed = parseArguments(call.arguments);
   const input = parsed.ok ? parsed.value : call.arguments;
   yield { type: "tool_started", call, input };
-  if (!parsed.ok) {
-    return yield finished("error", { output: formatToolError("VALIDATION_ERROR", `arguments are not valid JSON (${parsed.error}). Send a JSON object matching the tool's schema.`) }, input);
-  }
+  if (!parsed.ok) return yield finished("error", { output: invalidArgumentsText(call.arguments, parsed.problem) }, input);
   const resolution = deps.toolset.resolve(call.name);
   if (!resolution.ok) return yield finished("error", { output: formatToolError(resolution.code, resolution.message) }, input);
   const tool = resolution.tool;
@@ -181,17 +180,24 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function parseArguments(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
-  const trimmed = text.trim();
-  if (trimmed === "") return { ok: true, value: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(trimmed);
-  } catch (error) {
-    return { ok: false, error: errorMessage(error) };
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, error: "expected a JSON object" };
-  return { ok: true, value: stripForbidden(value as Record<string, unknown>) };
+function parseArguments(text: string): ParsedToolArguments {
+  const parsed = parseToolArguments(text);
+  return parsed.ok ? { ok: true, value: stripForbidden(parsed.value) } : parsed;
+}
+
+/** How much of malformed arguments the error quotes back. */
+const QUOTED_ARGUMENTS_CHARS = 200;
+
+/**
+ * The result of a call whose arguments are not a JSON object. Later requests carry `{}` in
+ * their place (a strict provider refuses the raw text), so the result quotes the start of it.
+ */
+function invalidArgumentsText(raw: string, problem: string): string {
+  const quoted = raw.length > QUOTED_ARGUMENTS_CHARS ? `${raw.slice(0, QUOTED_ARGUMENTS_CHARS)}…` : raw;
+  return formatToolError(
+    "VALIDATION_ERROR",
+    `arguments are ${problem}, so the call was not run; the conversation shows them as {}. You sent: ${quoted}\nSend one JSON object matching the tool's schema.`,
+  );
 }
 
 /** Prototype keys never reach a tool. */

@@ -17,6 +17,7 @@ export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): Re
     tier: "builtin",
     validate: lazyValidator(inputSchema),
     execute: definition.execute as RegisteredTool["execute"],
+    ...(definition.touches ? { touches: definition.touches as RegisteredTool["touches"] } : {}),
     ...(definition.warmUp ? { warmUp: definition.warmUp } : {}),
     ...(definition.reaches ? { reaches: definition.reaches as RegisteredTool["reaches"] } : {}),
   };

@@ -3,7 +3,9 @@ import { isToolAllowed, isToolAllowedWithCustom, matchesToolEntry, modeConfig, p
 import type { LlmToolSpec } from "../llm/types.js";
 import type { Store } from "../store/store.js";
 import { precompiledValidators } from "../base/validation.js";
-import type { Logger, RegisteredTool, ToolContext } from "./types.js";
+import type { VeilConfig } from "../config/types.js";
+import { parseToolArguments } from "../llm/tool-arguments.js";
+import type { Logger, RegisteredTool, ToolContext, TouchScope } from "./types.js";
 import type { Skill } from "./skills/source.js";
 import { skillsSection } from "./skills/summary.js";
 
@@ -79,6 +81,7 @@ export class SessionToolset {
     private readonly sessionId: string,
     private readonly store: Store,
     private readonly skillList: readonly Skill[],
+    private readonly touchScope: TouchScope,
   ) {}
 
   static async create(options: {
@@ -91,11 +94,14 @@ export class SessionToolset {
     log: Logger;
     /** Skills by name (sorted); reachable through the `skill` tool when it is among the builtins. */
     skills?: readonly Skill[];
+    /** The runtime's configuration (its workspace resolves the paths calls touch). */
+    config: VeilConfig;
   }): Promise<SessionToolset> {
     const builtins = new Map(options.builtins.map((t) => [t.name, t]));
     const custom = new Map<string, RegisteredTool>();
     for (const tool of options.custom) if (!builtins.has(tool.name)) custom.set(tool.name, tool);
-    const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store, options.skills ?? []);
+    const scope: TouchScope = { workspace: options.config.paths.workspace, paths: options.config.paths, agent: options.agent };
+    const set = new SessionToolset(builtins, custom, options.agent, options.mode, options.sessionId, options.store, options.skills ?? [], scope);
     const mode = modeConfig(options.agent, options.mode);
     for (const name of expandPatterns(mode.preActivatedTools, custom)) {
       if (builtins.has(name)) {
@@ -213,6 +219,23 @@ export class SessionToolset {
       return { ok: false, code: "TOOL_NOT_FOUND", message: `custom tool "${name}" is not active; call tool_activate({ name: "${name}" }) first` };
     }
     return { ok: true, tool };
+  }
+
+  /**
+   * The paths a call writes, as its tool declares them (ToolDefinition.touches): none for a
+   * tool that declares nothing, or for a call that fails before it runs (unknown or not
+   * allowed tool, arguments that are not a valid input).
+   */
+  touches(call: { name: string; arguments: string }): string[] {
+    const resolution = this.resolve(call.name);
+    if (!resolution.ok || !resolution.tool.touches) return [];
+    const parsed = parseToolArguments(call.arguments);
+    if (!parsed.ok || resolution.tool.validate(parsed.value) !== null) return [];
+    try {
+      return resolution.tool.touches(parsed.value, this.touchScope);
+    } catch {
+      return [];
+    }
   }
 
   /** Every tool this session could see (for tool_search), permission-filtered. */

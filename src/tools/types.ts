@@ -94,6 +94,9 @@ export interface ToolContext extends ToolWrites {
 
 export type { Logger } from "../base/log.js";
 
+/** What a tool may read to say which paths a call touches. */
+export type TouchScope = Pick<ToolContext, "workspace" | "paths" | "agent">;
+
 export interface ToolDefinition<S extends TSchema = TSchema> {
   /** snake_case, unique. */
   name: string;
@@ -104,6 +107,12 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
   timeoutMs?: number;
   /** True when the tool changes nothing (lets the loop run it in parallel freely). */
   readOnly?: boolean;
+  /**
+   * The absolute paths a call with this (schema-valid) input writes. Calls of one response
+   * that share a path run one after another, in the order the model wrote them; a tool that
+   * declares nothing runs alongside every other call.
+   */
+  touches?(input: Static<S>, scope: TouchScope): string[];
   execute(input: Static<S>, ctx: ToolContext): Promise<ToolOutcome | string>;
   /** The file or folder a call works on (see RegisteredTool.reaches). */
   reaches?(input: Static<S>): string | undefined;
@@ -119,6 +128,8 @@ export interface RegisteredTool {
   inputSchema: Record<string, unknown>;
   timeoutMs?: number;
   readOnly: boolean;
+  /** See ToolDefinition.touches; called with input that passed validate(). */
+  touches?(input: Record<string, unknown>, scope: TouchScope): string[];
   tier: "builtin" | "custom";
   /** For custom tools: the folder tier and folder, or the MCP server and its own tool name. */
   source?: { scope: "agent" | "project" | "global"; folder: string } | { scope: "mcp"; server: string; tool: string };

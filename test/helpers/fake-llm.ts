@@ -12,6 +12,8 @@
  * const small = await startFakeLlm({ contextLimit: 4000, promptCache: true });
  * // prompts over 4000 tokens (JSON of the messages / 4) get OpenAI's 400 context_length_exceeded;
  * // usage reports the prefix shared with the previous request as prompt_tokens_details.cached_tokens
+ * const strict = await startFakeLlm({ strictToolArguments: true });
+ * // 400 to a request whose history has tool-call arguments that are not a JSON object
  * ...
  * await llm.close();
  * ```
@@ -61,6 +63,8 @@ export interface StreamReply {
   done: boolean;
   /** Send only the raw steps: no role chunk, finish chunk, usage chunk or [DONE] (see replay()). */
   rawOnly?: boolean;
+  /** Headers at once, then no body byte until this settles (see ReplyBuilder.stallBody). */
+  bodyAfter?: Promise<unknown>;
 }
 
 export interface ErrorReply {
@@ -84,6 +88,7 @@ export class ReplyBuilder {
   private toolCount = 0;
   private finishOverride?: string;
   private sendDone = true;
+  private stall?: Promise<unknown>;
 
   /** A text delta (one chunk per call). */
   text(text: string): this {
@@ -141,6 +146,15 @@ export class ReplyBuilder {
     return this;
   }
 
+  /**
+   * Send the headers at once and the body (from its first chunk on) only once `promise`
+   * settles: a server that answers with headers before the model's prefill is done.
+   */
+  stallBody(promise: Promise<unknown>): this {
+    this.stall = promise;
+    return this;
+  }
+
   /** Omit the final `data: [DONE]` line (some providers do). */
   noDone(): this {
     this.sendDone = false;
@@ -167,6 +181,7 @@ export class ReplyBuilder {
       reasoningField: this.field,
       reset,
       done: this.sendDone,
+      ...(this.stall ? { bodyAfter: this.stall } : {}),
     };
   }
 }
@@ -230,11 +245,38 @@ export interface FakeLlmOptions {
    * reply's own usage sets cached_tokens.
    */
   promptCache?: boolean;
+  /**
+   * Answer HTTP 400 (without consuming a queued reply) to any chat request with an assistant
+   * tool call whose `function.arguments` is not the JSON text of an object, as providers that
+   * turn arguments into an input object do (Anthropic models behind OpenRouter, Bedrock).
+   */
+  strictToolArguments?: boolean;
 }
 
 /** The fake's prompt size of a request body: JSON of the messages, 4 chars per token, at least 1. */
 export function promptTokensOf(body: any): number {
   return Math.max(1, Math.ceil(JSON.stringify(body?.messages ?? []).length / 4));
+}
+
+/** The first assistant tool call of a request body whose arguments are not a JSON object's text, as "messages[i].tool_calls[j]: why". */
+export function invalidToolArguments(body: any): string | null {
+  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+  for (const [i, message] of messages.entries()) {
+    if (message?.role !== "assistant" || !Array.isArray(message.tool_calls)) continue;
+    for (const [j, call] of message.tool_calls.entries()) {
+      const args = call?.function?.arguments;
+      let parsed: unknown;
+      try {
+        parsed = typeof args === "string" ? JSON.parse(args) : undefined;
+      } catch {
+        return `messages[${i}].tool_calls[${j}].function.arguments is not valid JSON: ${JSON.stringify(String(args).slice(0, 80))}`;
+      }
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        return `messages[${i}].tool_calls[${j}].function.arguments is not a JSON object: ${JSON.stringify(String(args).slice(0, 80))}`;
+      }
+    }
+  }
+  return null;
 }
 
 /** OpenAI's answer to a prompt over the window (the phrasing vLLM and OpenRouter copy). */
@@ -270,6 +312,8 @@ export interface FakeLlm {
   setContextLimit(tokens: number | null): void;
   /** Chat requests answered with context_length_exceeded, in arrival order. */
   readonly overflowed: FakeRequest[];
+  /** Chat requests refused by strictToolArguments, in arrival order. */
+  readonly refusedToolArguments: FakeRequest[];
   close(): Promise<void>;
 }
 
@@ -277,6 +321,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   let contextLimit = options.contextLimit ?? null;
   let previousPrompt = "";
   const overflowed: FakeRequest[] = [];
+  const refusedToolArguments: FakeRequest[] = [];
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   const completionRequests: FakeRequest[] = [];
@@ -328,6 +373,11 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       return sendJson(res, 400, { error: { message: "fake-llm: request body is not JSON", type: "invalid_request_error" } });
     }
 
+    const invalidArguments = options.strictToolArguments ? invalidToolArguments(body) : null;
+    if (invalidArguments) {
+      refusedToolArguments.push(record);
+      return sendJson(res, 400, { error: { message: `fake-llm (strict): ${invalidArguments}`, type: "invalid_request_error", param: "messages" } });
+    }
     const promptTokens = promptTokensOf(body);
     if (contextLimit !== null && promptTokens > contextLimit) {
       overflowed.push(record);
@@ -361,6 +411,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const created = Math.floor(Date.now() / 1000);
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.flushHeaders();
+    if (r.bodyAfter) await r.bodyAfter.catch(() => undefined);
     const chunk = (delta: object, finishReason: string | null = null) =>
       send(res, { id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }] });
 
@@ -460,6 +511,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       contextLimit = tokens;
     },
     overflowed,
+    refusedToolArguments,
     async close() {
       if (closed) return;
       closed = true;

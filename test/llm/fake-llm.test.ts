@@ -116,4 +116,23 @@ describe("fake LLM server", () => {
     controller.abort();
     await expect(pending).rejects.toThrow();
   });
+
+  it("strictToolArguments refuses a history with tool-call arguments that are not a JSON object, without using a reply", async () => {
+    const strict = await startFakeLlm({ strictToolArguments: true });
+    try {
+      strict.enqueue(reply().text("ok").stop());
+      const call = (args: string) => ({ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: args } }] });
+      for (const args of ['{"command":"echo $(', "[1]", '"x"', "", '{"a":1} x']) {
+        const res = await post(strict, { model: "m", messages: [{ role: "user", content: "u" }, call(args), { role: "tool", tool_call_id: "c1", content: "r" }] });
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as any).error.message).toContain("messages[1].tool_calls[0].function.arguments");
+      }
+      expect(strict.refusedToolArguments).toHaveLength(5);
+      const ok = await post(strict, { model: "m", messages: [{ role: "user", content: "u" }, call('{"command":"ls"}'), { role: "tool", tool_call_id: "c1", content: "r" }] });
+      expect(ok.status).toBe(200);
+      expect(strict.pending()).toBe(0);
+    } finally {
+      await strict.close();
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
 import type { AgentConfig, ModeConfig } from "../../src/config/types.js";
 import { builtinDefaultAgent, defaultMode } from "../../src/config/defaults.js";
 import { memoryLogger } from "../../src/base/log.js";
@@ -29,7 +30,7 @@ describe("SessionToolset: tiers, activation and permissions", () => {
 
   const agentWith = (mode: Partial<ModeConfig>): AgentConfig => ({ ...builtinDefaultAgent(), name: "tester", modes: { chat: { ...defaultMode(), ...mode } } });
   const makeSet = async (agent: AgentConfig, log = memoryLogger()) =>
-    SessionToolset.create({ builtins, custom, agent, mode: "chat", sessionId: h.sessionId, store: h.store, log });
+    SessionToolset.create({ builtins, custom, agent, mode: "chat", sessionId: h.sessionId, store: h.store, log, config: h.context().config });
   const specNames = (set: SessionToolset) => set.specs().map((s) => s.name);
 
   it("sends built-ins in tools[], lists custom tools only in the summary, until activated", async () => {
@@ -114,6 +115,22 @@ describe("SessionToolset: tiers, activation and permissions", () => {
     const warns = log.entries.filter((e) => e.level === "warn").map((e) => e.message);
     expect(infos).toEqual([expect.stringContaining('"sleep" is a built-in tool')]);
     expect(warns).toEqual([expect.stringContaining('no custom tool named "bash_like_missing"'), expect.stringContaining('"secret_tool" is in disallowedTools')]);
+  });
+
+  it("says which paths a call writes: write_file and edit_file their file, memory_write its MEMORY.md, others and failing calls none", async () => {
+    const set = await makeSet(agentWith({}));
+    const memoryDir = h.context().config.paths.memoryDir;
+    const call = (name: string, args: unknown) => set.touches({ name, arguments: typeof args === "string" ? args : JSON.stringify(args) });
+    expect(call("write_file", { file: "src/a.txt", content: "x" })).toEqual([h.ws.path("src", "a.txt")]);
+    expect(call("edit_file", { file: h.ws.path("src", "..", "src", "a.txt"), old_string: "a", new_string: "b" })).toEqual([h.ws.path("src", "a.txt")]);
+    expect(call("memory_write", { content: "fact" })).toEqual([join(memoryDir, "agents", "tester", "MEMORY.md")]);
+    expect(call("memory_write", { content: "fact", scope: "global" })).toEqual([join(memoryDir, "MEMORY.md")]);
+    expect(call("read_file", { file: "src/a.txt" })).toEqual([]);
+    expect(call("bash", { command: "echo hi > a.txt" })).toEqual([]);
+    expect(call("write_file", '{"file":"a.txt"')).toEqual([]);
+    expect(call("write_file", { file: "a.txt" })).toEqual([]);
+    expect(call("write_file", { file: "", content: "x" })).toEqual([]);
+    expect(call("no_such_tool", { file: "a.txt" })).toEqual([]);
   });
 
   it("describeTools lists tiers, scopes and states for GET /tools", async () => {

@@ -19,7 +19,8 @@ export function createNativeEngine(deps: { llm: LlmClient }): Engine {
 }
 
 /**
- * One run: model call → tool calls (in parallel, their events in the run's stream) → results → repeat, until the model stops
+ * One run: model call → tool calls (in parallel, but one after another on a shared path; their
+ * events in the run's stream) → results → repeat, until the model stops
  * or a limit stops it. Everything it does is reported as events; the recorder stores them
  * before the loop goes on (an async generator waits for its consumer).
  */
@@ -89,7 +90,7 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
         results.push(result);
       }
     } else {
-      results.push(...(yield* runToolCalls(calls, io)));
+      results.push(...(yield* runToolCalls(calls, io, (call) => request.toolset.touches(call))));
     }
     for (const result of results) {
       messages.push({ role: "tool", toolCallId: result.call.id, content: toolResultContent(result.output, result.attachments) });

@@ -1,28 +1,28 @@
 /**
- * OpenAI chat-completions provider over `fetch` + our own SSE parser.
+ * OpenAI chat-completions provider over node:http (see http-transport.ts) + our own SSE parser.
  *
- * Why not the `openai` SDK: we need (1) an idle timeout measured between chunks, which the
- * SDK's whole-request timeout cannot express; (2) raw access to non-standard fields
+ * Why not the `openai` SDK: we need (1) timeouts to the first byte and between chunks, which
+ * the SDK's whole-request timeout cannot express; (2) raw access to non-standard fields
  * (`reasoning`, `reasoning_content`, `cache_write_tokens`, in-stream `{error}` objects)
  * that the SDK's types hide; (3) exact control over error classification and no hidden
  * retry layer. The parser is ~60 lines, the rest is mapping we would write anyway.
  */
 import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
+import { providerTimeouts, type ProviderTimeouts } from "../../config/defaults.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
 import { unsetKeyMessage, unsetKeyVariable } from "../models.js";
-import { httpError, inStreamError, networkError, parseRetryAfter } from "./errors.js";
+import { emptyStream, httpError, inStreamError, networkError, parseRetryAfter, unreadableChunk } from "./errors.js";
 import { ChunkAccumulator } from "./from-wire.js";
 import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
+import { nodeHttpTransport, type HttpAnswer, type HttpTransport } from "./http-transport.js";
+import { SilenceTimer, timedChunks, timedText } from "./silence.js";
 import { requestBody } from "./to-wire.js";
-
-export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
 
 export interface OpenAiProviderOptions {
   env: Record<string, string | undefined>;
-  fetch?: typeof fetch;
-  /** Idle timeout: to the first byte and between chunks. default: config.timeoutMs ?? 120000 */
-  timeoutMs?: number;
+  /** default: node:http with keep-alive agents of this provider's own */
+  transport?: HttpTransport;
   /** Wall clock for HTTP-date Retry-After. default: Date.now */
   now?: () => number;
 }
@@ -33,8 +33,8 @@ export function createOpenAiProvider(name: string, config: ProviderConfig, optio
     url: `${config.baseUrl.replace(/\/+$/, "")}/chat/completions`,
     config,
     env: options.env,
-    fetch: options.fetch ?? globalThis.fetch,
-    timeoutMs: options.timeoutMs ?? config.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS,
+    transport: options.transport ?? nodeHttpTransport(),
+    timeouts: providerTimeouts(config),
     now: options.now ?? Date.now,
     reasoningStyle: reasoningStyleFor(config),
   };
@@ -46,8 +46,8 @@ interface StreamSettings {
   url: string;
   config: ProviderConfig;
   env: Record<string, string | undefined>;
-  fetch: typeof fetch;
-  timeoutMs: number;
+  transport: HttpTransport;
+  timeouts: ProviderTimeouts;
   now: () => number;
   reasoningStyle: ReasoningStyle;
 }
@@ -58,6 +58,9 @@ function apiKey(s: StreamSettings, model: string): { key?: string; missing?: str
   if (variable) return { missing: `model "${model}" goes to ${unsetKeyMessage(s.name, variable)}` };
   return { key: s.config.apiKey || (s.config.apiKeyEnv ? s.env[s.config.apiKeyEnv] : undefined) };
 }
+
+/** The setting that bounds each silence, named in a timeout's message. */
+const SETTING_OF = { "first byte": "firstByteTimeoutMs", "between chunks": "idleTimeoutMs" } as const;
 
 async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerator<StreamEvent> {
   const acc = new ChunkAccumulator();
@@ -70,31 +73,25 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
   if (auth.missing) return yield fail({ code: "CONFIG_ERROR", message: auth.missing, retryable: false });
 
   const controller = new AbortController();
-  let timedOut = false;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, s.timeoutMs);
-  };
+  const timer = new SilenceTimer(s.timeouts, () => controller.abort());
   const onAbort = () => controller.abort();
   request.signal?.addEventListener("abort", onAbort, { once: true });
   const thrown = (error: unknown): StreamEvent => {
     if (request.signal?.aborted) return cancelled();
-    if (timedOut) {
-      const phase = acc.produced ? "between chunks" : "waiting for the first byte";
-      return fail({ code: "TIMEOUT", message: `${s.name}: no data from model "${request.model}" for ${s.timeoutMs} ms (${phase})`, retryable: !acc.produced });
+    const phase = timer.expired;
+    if (phase) {
+      const waiting = phase === "first byte" ? "waiting for the first byte" : "between chunks";
+      // A timeout is retried like a reset while nothing has streamed.
+      return fail({ code: "TIMEOUT", message: `${s.name}: no data from model "${request.model}" for ${timer.limit(phase)} ms (${waiting}; ${SETTING_OF[phase]})`, retryable: !acc.produced });
     }
     return fail(networkError(s.name, request.model, error, acc.produced));
   };
 
   try {
-    arm();
-    let response: Response;
+    timer.startFirstByte();
+    let response: HttpAnswer;
     try {
-      response = await s.fetch(s.url, {
+      response = await s.transport(s.url, {
         method: "POST",
         headers: {
           "content-type": "application/json",
@@ -109,22 +106,25 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
       return yield thrown(error);
     }
 
-    if (!response.ok) {
+    if (response.status < 200 || response.status > 299) {
       let text = "";
       try {
-        text = await response.text();
+        text = await timedText(response.body, timer);
       } catch (error) {
         if (request.signal?.aborted) return yield cancelled();
       }
-      return yield fail(httpError(s.name, request.model, response.status, text, parseRetryAfter(response.headers, s.now())));
+      // Redirects are not followed (a POST would not survive most of them): say where to point baseUrl.
+      const location = response.status >= 300 && response.status < 400 ? response.header("location") : null;
+      if (location) text = `redirected to ${location}; set the provider's baseUrl to the new address`;
+      return yield fail(httpError(s.name, request.model, response.status, text, parseRetryAfter(response, s.now())));
     }
 
-    const contentType = response.headers.get("content-type") ?? "";
-    if (!contentType.includes("text/event-stream") || !response.body) {
+    const contentType = response.header("content-type") ?? "";
+    if (!contentType.includes("text/event-stream")) {
       // A server that ignored stream:true and answered with one JSON completion.
       let text: string;
       try {
-        text = await response.text();
+        text = await timedText(response.body, timer);
       } catch (error) {
         return yield thrown(error);
       }
@@ -139,39 +139,39 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
       return yield done(acc, request.model);
     }
 
-    const reader = response.body.getReader();
     const decoder = new TextDecoder();
     const parser = new SseParser();
     let sawDone = false;
+    let sawChunk = false;
+    const chunks = timedChunks(response.body, timer);
     try {
-      for (;;) {
-        arm();
-        const { done: ended, value } = await reader.read();
-        clearTimeout(timer); // the consumer's time between chunks is not the provider's
-        const payloads = ended ? parser.push(decoder.decode()).concat(parser.end()) : parser.push(decoder.decode(value, { stream: true }));
+      for (let ended = false; !ended && !sawDone; ) {
+        const next = await chunks.next();
+        ended = next.done === true;
+        const payloads = ended ? parser.push(decoder.decode()).concat(parser.end()) : parser.push(decoder.decode(next.value, { stream: true }));
         for (const payload of payloads) {
-          if (payload.trim() === "[DONE]") {
+          const data = payload.trim();
+          if (data === "") continue; // an empty data line: a keep-alive
+          if (data === "[DONE]") {
             sawDone = true;
             break;
           }
-          let chunk: Record<string, any>;
-          try {
-            chunk = JSON.parse(payload);
-          } catch {
-            continue; // a keep-alive or garbage line; real providers occasionally send these
-          }
+          const chunk = parseChunk(data);
+          // Whatever it held (text, a tool call's arguments, the finish) is lost: an answer
+          // without it would pass for complete.
+          if (!chunk) return yield fail(unreadableChunk(s.name, request.model, data, acc.produced));
           if (chunk.error) return yield fail(inStreamError(s.name, request.model, chunk.error, acc.produced));
+          sawChunk = true;
           for (const event of acc.apply(chunk)) yield event;
         }
-        if (sawDone || ended) break;
       }
     } catch (error) {
       return yield thrown(error);
     } finally {
-      clearTimeout(timer);
-      reader.cancel().catch(() => undefined);
+      await chunks.return(undefined);
     }
     if (request.signal?.aborted) return yield cancelled();
+    if (!sawChunk) return yield fail(emptyStream(s.name, request.model));
     if (!sawDone && !acc.finishSeen) {
       return yield fail({
         code: "PROVIDER_ERROR",
@@ -181,9 +181,20 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
     }
     return yield done(acc, request.model);
   } finally {
-    clearTimeout(timer);
+    // No abort here: a body read to its end (or drained after [DONE]) leaves its keep-alive
+    // connection to the next request; one cut short was destroyed by its reader.
+    timer.stop();
     request.signal?.removeEventListener("abort", onAbort);
-    controller.abort();
+  }
+}
+
+/** A data line's chunk: a JSON object, else undefined. */
+function parseChunk(data: string): Record<string, any> | undefined {
+  try {
+    const value: unknown = JSON.parse(data);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, any>) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

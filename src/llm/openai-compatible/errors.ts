@@ -4,10 +4,10 @@ import type { LlmError } from "../types.js";
  * Retry-After → ms. Accepts delta-seconds ("1", "1.5") or an HTTP date. `retry-after-ms`
  * (sent by OpenAI) wins when present. Undefined when absent or unparseable.
  */
-export function parseRetryAfter(headers: Headers, now: number): number | undefined {
-  const ms = headers.get("retry-after-ms");
+export function parseRetryAfter(response: { header(name: string): string | null }, now: number): number | undefined {
+  const ms = response.header("retry-after-ms");
   if (ms !== null && ms.trim() !== "" && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
-  const value = headers.get("retry-after");
+  const value = response.header("retry-after");
   if (value === null || value.trim() === "") return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000));
@@ -65,8 +65,26 @@ export function inStreamError(provider: string, model: string, error: unknown, p
 
 /** A thrown fetch/body-read failure (not abort, not timeout) → LlmError. */
 export function networkError(provider: string, model: string, error: unknown, produced: boolean): LlmError {
-  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-  const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+  const failure = error as { code?: string; message?: string; cause?: { code?: string; message?: string } } | undefined;
+  const source = failure?.cause ?? failure;
+  const reason = source?.code ?? source?.message ?? String(error);
   const what = produced ? "connection lost mid-stream" : "connection failed";
   return { code: "PROVIDER_ERROR", message: `${provider}: ${what} for model "${model}" (${reason})`, retryable: !produced };
+}
+
+/** How much of an unreadable data line an error quotes. */
+const QUOTED_CHUNK_CHARS = 120;
+
+/**
+ * A data line of a 200 stream that is not a JSON chunk. A provider failure like a reset:
+ * retried while nothing has streamed, and reported as LLM_ERROR naming the provider.
+ */
+export function unreadableChunk(provider: string, model: string, data: string, produced: boolean): LlmError {
+  const quoted = data.length > QUOTED_CHUNK_CHARS ? `${data.slice(0, QUOTED_CHUNK_CHARS)}…` : data;
+  return { code: "LLM_ERROR", message: `${provider}: unreadable stream from model "${model}": a data line is not a JSON chunk: ${quoted}`, retryable: !produced };
+}
+
+/** A 200 stream that ended (with [DONE] or without) before any chunk: nothing to answer with, like a garbled one. */
+export function emptyStream(provider: string, model: string): LlmError {
+  return { code: "LLM_ERROR", message: `${provider}: empty stream from model "${model}": it ended before any chunk`, retryable: true };
 }

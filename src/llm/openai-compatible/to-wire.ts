@@ -1,4 +1,5 @@
 import type { ReasoningEffort, ReasoningStyle } from "../../config/types.js";
+import { wireToolArguments } from "../tool-arguments.js";
 import type { ContentPart, LlmMessage, LlmRequest, LlmToolSpec } from "../types.js";
 import { reasoningFields, thinkingEchoField, type WireReasoningFields } from "./reasoning.js";
 
@@ -80,6 +81,7 @@ export function toWireTool(tool: LlmToolSpec): WireTool {
  * Maps engine-neutral messages to the wire. Tool results carry only text on the wire; their
  * image/audio parts go into one user message placed after the run of consecutive tool
  * messages (a user message between two tool results would break the tool_calls pairing).
+ * A tool call's arguments that are not a JSON object go as `{}` (see wireToolArguments).
  */
 export function toWireMessages(messages: LlmMessage[], style: ReasoningStyle = "openai"): WireMessage[] {
   const echo = thinkingEchoField(style);
@@ -105,7 +107,7 @@ export function toWireMessages(messages: LlmMessage[], style: ReasoningStyle = "
           wire.tool_calls = message.toolCalls.map((call) => ({
             id: call.id,
             type: "function",
-            function: { name: call.name, arguments: call.arguments },
+            function: { name: call.name, arguments: wireToolArguments(call.arguments) },
           }));
           if (echo && message.thinking) wire[echo] = message.thinking;
         }

@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { commitWrite, prepareWrite } from "../shared/file-write.js";
+import { resolveToolPath } from "../shared/path-guard.js";
 import { readFailure } from "../shared/fs-errors.js";
 import { applyReplacement, describeMiss, lineAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
 import { splitLines } from "../shared/text-view.js";
@@ -31,6 +32,7 @@ export const editFile = defineTool({
     "The file must have been read with read_file in this session.",
   params: Params,
   reaches: (input) => input.file,
+  touches: (input, scope) => [resolveToolPath(scope.workspace, input.file)],
   async execute(input, ctx) {
     if (input.old_string === "") {
       throw new ToolError("VALIDATION_ERROR", "old_string must not be empty. To create a file or replace its whole content, use write_file.");

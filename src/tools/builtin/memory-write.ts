@@ -21,6 +21,7 @@ export const memoryWrite = defineTool({
     "Append content to persistent memory (agent scope by default, or global). Entries are timestamped automatically; " +
     "an exact repeat of the last entry is skipped. Use it for facts worth keeping across sessions.",
   params: Params,
+  touches: (input, scope) => [memoryPathForScope(scope.paths.memoryDir, input.scope ?? "agent", scope.agent.name)],
   async execute(input: Static<typeof Params>, ctx) {
     const scope = input.scope ?? "agent";
     const content = typeof input.content === "string" ? input.content.trim() : "";

@@ -1,6 +1,7 @@
 import { Type } from "../../schema.js";
 import { defineTool } from "../define.js";
 import { commitWrite, prepareWrite } from "../shared/file-write.js";
+import { resolveToolPath } from "../shared/path-guard.js";
 import { formatSize } from "../shared/text-view.js";
 
 const Params = Type.Object(
@@ -18,6 +19,7 @@ export const writeFile = defineTool({
     "in this session first, and is refused if it changed on disk since. The write is atomic and goes through symlinks.",
   params: Params,
   reaches: (input) => input.file,
+  touches: (input, scope) => [resolveToolPath(scope.workspace, input.file)],
   async execute(input, ctx) {
     const target = await prepareWrite(ctx, input.file);
     await commitWrite(ctx, target, input.content);

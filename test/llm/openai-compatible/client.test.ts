@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ProviderConfig } from "../../../src/config/types.js";
 import { createOpenAiProvider } from "../../../src/llm/openai-compatible/client.js";
+import { nodeHttpTransport } from "../../../src/llm/openai-compatible/http-transport.js";
 import type { LlmRequest, StreamEvent } from "../../../src/llm/types.js";
-import { hang, httpError, reply, replayFixture, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
+import { hang, httpError, replay, reply, replayFixture, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
 
 async function collect(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
@@ -32,7 +33,7 @@ describe("openai-compatible provider", () => {
   afterEach(async () => {
     await llm.close();
   });
-  const provider = (timeoutMs?: number) => createOpenAiProvider("fake", config, { env: { FAKE_KEY: "sk-test" }, timeoutMs });
+  const provider = (over: Partial<ProviderConfig> = {}) => createOpenAiProvider("fake", { ...config, ...over }, { env: { FAKE_KEY: "sk-test" } });
 
   it("streams text and reassembles tool-call arguments split across chunks", async () => {
     llm.enqueue(reply().text("Hel").text("lo").tool("read_file", { file: "/x" }, { fragments: 4 }).tool("bash", { command: "ls -la" }).stop());
@@ -142,14 +143,14 @@ describe("openai-compatible provider", () => {
 
   it("ends a hanging request with a retryable TIMEOUT error instead of throwing", async () => {
     llm.enqueue(hang());
-    const error = terminal(await collect(provider(50).stream(request())), "error").error;
+    const error = terminal(await collect(provider({ timeoutMs: 50 }).stream(request())), "error").error;
     expect(error).toMatchObject({ code: "TIMEOUT", retryable: true });
   });
 
   it("times out between chunks after output as a non-retryable TIMEOUT, keeping the partial", async () => {
     llm.enqueue(reply().text("partial").waitFor(new Promise(() => undefined)).text("never").stop());
     // generous: "partial" must arrive before the idle timer fires even on a loaded machine
-    const events = await collect(provider(500).stream(request()));
+    const events = await collect(provider({ timeoutMs: 500 }).stream(request()));
     const end = terminal(events, "error");
     expect(end.error).toMatchObject({ code: "TIMEOUT", retryable: false });
     expect(end.partial.content).toBe("partial");
@@ -185,6 +186,36 @@ describe("openai-compatible provider", () => {
     expect(end.partial.content).toBe("a");
   });
 
+  it("ends a stream with a data line that is not a JSON chunk as a retryable LLM_ERROR naming the provider", async () => {
+    for (const garbled of ["{not json}", "42", "[1]", "null", '"x"']) {
+      llm.enqueue(replay([garbled, "{still not json}", "[DONE]"]));
+      const end = terminal(await collect(provider().stream(request())), "error");
+      expect(end.error).toMatchObject({ code: "LLM_ERROR", retryable: true });
+      expect(end.error.message).toBe(`fake: unreadable stream from model "m1": a data line is not a JSON chunk: ${garbled}`);
+    }
+  });
+
+  it("a stream that ends before any chunk (only [DONE], or nothing) is a retryable LLM_ERROR, not an empty answer", async () => {
+    for (const payloads of [["[DONE]"], []]) {
+      llm.enqueue(replay(payloads));
+      const end = terminal(await collect(provider().stream(request())), "error");
+      expect(end.error).toEqual({ code: "LLM_ERROR", retryable: true, message: 'fake: empty stream from model "m1": it ended before any chunk' });
+    }
+  });
+
+  it("after output, an unreadable data line ends the stream as a non-retryable error keeping the partial", async () => {
+    llm.enqueue(reply().text("Hel").raw("{not json").text("lo").stop());
+    const end = terminal(await collect(provider().stream(request())), "error");
+    expect(end.error).toMatchObject({ code: "LLM_ERROR", retryable: false });
+    expect(end.partial.content).toBe("Hel");
+  });
+
+  it("skips empty data lines (keep-alives) in a stream", async () => {
+    llm.enqueue(reply().raw("").text("ok").raw("  ").stop());
+    const done = terminal(await collect(provider().stream(request())), "done");
+    expect(done.message.content).toBe("ok");
+  });
+
   it("keeps malformed tool arguments verbatim for the loop to reject", async () => {
     llm.enqueue(reply().rawToolCall("x", "{not json").stop());
     const done = terminal(await collect(provider().stream(request())), "done");
@@ -196,12 +227,13 @@ describe("openai-compatible provider", () => {
     try {
       // the fake answers JSON when stream is not true; point a provider at it with a fetch that drops `stream`
       server.enqueue(reply().thinking("t").text("json").tool("glob", { pattern: "*" }).stop());
+      const http = nodeHttpTransport();
       const p = createOpenAiProvider("fake", { type: "openai", baseUrl: server.baseUrl }, {
         env: {},
-        fetch: (url, init) => {
-          const body = JSON.parse(String(init?.body));
+        transport: (url, call) => {
+          const body = JSON.parse(call.body);
           delete body.stream;
-          return fetch(url, { ...init, body: JSON.stringify(body) });
+          return http(url, { ...call, body: JSON.stringify(body) });
         },
       });
       const events = await collect(p.stream(request()));

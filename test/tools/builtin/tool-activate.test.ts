@@ -22,7 +22,7 @@ describe("tool_activate", () => {
   const toolset = async (mode: Partial<ModeConfig> = {}) => {
     const agent = { ...builtinDefaultAgent(), name: "worker", modes: { chat: { ...defaultMode(), ...mode } } };
     const source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources });
-    return SessionToolset.create({ builtins: builtinTools(), custom: await source.discover(agent), agent, mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger() });
+    return SessionToolset.create({ builtins: builtinTools(), custom: await source.discover(agent), agent, mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger(), config: h.config });
   };
 
   it('activates a custom tool: { "activated": name } and it joins tools[]', async () => {

@@ -24,7 +24,7 @@ describe("tool_search", () => {
   const toolset = async (mode: Partial<ModeConfig> = {}) => {
     const agent = { ...builtinDefaultAgent(), modes: { chat: { ...defaultMode(), ...mode } } };
     const source = createCustomToolSource({ config: h.config, log: memoryLogger(), resources: h.runtimeResources });
-    return SessionToolset.create({ builtins: builtinTools(), custom: await source.discover(agent), agent, mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger() });
+    return SessionToolset.create({ builtins: builtinTools(), custom: await source.discover(agent), agent, mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger(), config: h.config });
   };
 
   it("returns full schemas of matching custom tools and activates nothing", async () => {
