@@ -4,8 +4,7 @@ import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { commitWrite, prepareWrite } from "../shared/file-write.js";
 import { readFailure } from "../shared/fs-errors.js";
-import { applyReplacement, describeMiss, lineAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
-import { splitLines } from "../shared/text-view.js";
+import { applyReplacement, countLines, describeMiss, lineAt, linesAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
 
 /** Line numbers listed in a MATCH_NOT_UNIQUE error. */
 const MAX_LISTED_LINES = 20;
@@ -44,23 +43,22 @@ export const editFile = defineTool({
       throw readFailure(error, target.requested);
     });
 
-    const plan = planReplacement(content, input.old_string, input.new_string);
-    if (plan.positions.length === 0) {
+    const plan = planReplacement(content, input.old_string, input.new_string, MAX_LISTED_LINES);
+    if (plan.count === 0) {
       const closest = describeMiss(content, input.old_string);
       throw new ToolError("MATCH_NOT_FOUND", `old_string not found in ${target.requested}.${closest ? `\n\n${closest}` : ""}`);
     }
-    if (plan.positions.length > 1 && !input.replace_all) {
-      const lines = plan.positions.map((at) => lineAt(content, at));
-      const listed = lines.slice(0, MAX_LISTED_LINES).join(", ") + (lines.length > MAX_LISTED_LINES ? ", …" : "");
+    if (plan.count > 1 && !input.replace_all) {
+      const listed = linesAt(content, plan.positions).join(", ") + (plan.count > MAX_LISTED_LINES ? ", …" : "");
       throw new ToolError(
         "MATCH_NOT_UNIQUE",
-        `old_string appears ${plan.positions.length} times in ${target.requested} (lines ${listed}). Include more surrounding context to make it unique, or set replace_all to true.`,
+        `old_string appears ${plan.count} times in ${target.requested} (lines ${listed}). Include more surrounding context to make it unique, or set replace_all to true.`,
       );
     }
 
     const updated = applyReplacement(content, plan, input.replace_all ?? false);
     await commitWrite(ctx, target, updated);
-    const replacements = input.replace_all ? plan.positions.length : 1;
+    const replacements = input.replace_all ? plan.count : 1;
     return {
       output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${snippet(updated, plan.positions[0]!, plan.replace)}`,
       details: { path: target.requested, realPath: target.real, replacements, crlf: plan.search !== input.old_string },
@@ -70,10 +68,9 @@ export const editFile = defineTool({
 
 /** The first edited region with a little context, as read_file would number it. */
 function snippet(updated: string, at: number, inserted: string): string {
-  const lines = splitLines(updated);
   const first = lineAt(updated, at);
-  const last = first + Math.max(0, splitLines(inserted).length - 1);
+  const last = first + Math.max(0, countLines(inserted) - 1);
   const from = first - SNIPPET_CONTEXT;
   const to = Math.min(last + SNIPPET_CONTEXT, from + MAX_SNIPPET_LINES - 1);
-  return numberedRegion(lines, from, to);
+  return numberedRegion(updated, from, to);
 }

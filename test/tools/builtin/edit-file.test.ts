@@ -34,6 +34,16 @@ describe("edit_file", () => {
     expect(readFileSync(file, "utf8")).toBe("x\nbar\ny\nbar\nbar\n");
   });
 
+  it("refuses an old_string found a million times by listing the first 20 lines, without numbering every occurrence", async () => {
+    const file = await withRead({ "a.txt": "a\n".repeat(1_000_000) }, "a.txt");
+    const result = await harness.call(editFile, { file, old_string: "a", new_string: "b" });
+    const first20 = Array.from({ length: 20 }, (_, i) => i + 1).join(", ");
+    expect(result.output).toMatch(new RegExp(`^Error: MATCH_NOT_UNIQUE — old_string appears 1000000 times in .* \\(lines ${first20}, …\\)`));
+    const all = await harness.call(editFile, { file, old_string: "a", new_string: "b", replace_all: true });
+    expect(all.output).toMatch(/: 1000000 replacements\./);
+    expect(readFileSync(file, "utf8")).toBe("b\n".repeat(1_000_000));
+  });
+
   it("explains a miss with the closest region, line-numbered, and a whitespace hint", async () => {
     const file = await withRead({ "a.py": "def f():\n\treturn 1\n\ndef g():\n\treturn 2\n" }, "a.py");
     const result = await harness.call(editFile, { file, old_string: "def g():\n    return 2", new_string: "def g():\n    return 3" });
