@@ -7,6 +7,7 @@ import type { AssistantMessage, ToolCallRequest } from "../llm/types.js";
 import type { MessageRow, StepSpend, Store, ToolCallState } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import type { Attachment } from "../tools/types.js";
+import { eventInput } from "./event-input.js";
 
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
 export interface RunObserver {
@@ -89,7 +90,7 @@ export class RunRecorder {
   }
 
   async toolStarted(call: ToolCallRequest, input: unknown): Promise<void> {
-    void this.deps.events.publish(this.deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: input });
+    void this.deps.events.publish(this.deps.sessionId, { type: "tool.start", toolName: call.name, toolCallId: call.id, toolInput: eventInput(input) });
   }
 
   async toolProgress(callId: string, name: string, elapsedMs: number): Promise<void> {
@@ -112,7 +113,7 @@ export class RunRecorder {
       type: "tool.end",
       toolName: call.name,
       toolCallId: call.id,
-      toolInput: input,
+      toolInput: eventInput(input),
       output: result.output,
       outputPreview: preview(result.output),
       success: result.success,
