@@ -12,7 +12,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { reply, startFakeLlm, type FakeLlm, type FakeRequest } from "../test/helpers/fake-llm.js";
@@ -316,10 +316,10 @@ async function fuzzRequest(server: BenchServer, n: number, sessions: string[], r
       .catch(() => undefined);
   switch (n % 12) {
     case 0: {
-      const res = await server.fetch("/sessions", { method: "POST", body: JSON.stringify({ agent: "default" }) });
-      const body = (await res.json()) as { id?: string };
-      if (body.id) sessions.push(body.id);
-      if (sessions.length > 400) await server.fetch(`/sessions/${sessions.shift()}`, { method: "DELETE" }).then((r) => r.arrayBuffer());
+      const body = await raw("/sessions", { method: "POST", body: JSON.stringify({ agent: "default" }) });
+      const id = body ? (JSON.parse(Buffer.from(body).toString("utf8")) as { id?: string }).id : undefined;
+      if (id) sessions.push(id);
+      if (sessions.length > 400) await raw(`/sessions/${sessions.shift()}`, { method: "DELETE" });
       return;
     }
     case 1:
@@ -363,14 +363,36 @@ async function fuzzRequest(server: BenchServer, n: number, sessions: string[], r
   }
 }
 
+/**
+ * With VEIL_BENCH_SNAPSHOT_DIR=DIR the fuzzed server runs with --heapsnapshot-signal and writes
+ * a heap snapshot (live objects, after a full GC) to DIR when idle and after the fuzz.
+ */
+const SNAPSHOT_DIR = process.env.VEIL_BENCH_SNAPSHOT_DIR;
+
+async function snapshot(server: BenchServer): Promise<void> {
+  if (!SNAPSHOT_DIR) return;
+  const before = new Set(readdirSync(SNAPSHOT_DIR));
+  process.kill(server.pid, "SIGUSR2");
+  // Written once its size stops changing.
+  for (let last = -1; ; ) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const file = readdirSync(SNAPSHOT_DIR).find((name) => !before.has(name) && name.endsWith(".heapsnapshot"));
+    const size = file ? statSync(join(SNAPSHOT_DIR, file)).size : -1;
+    if (file && size > 0 && size === last) return;
+    last = size;
+  }
+}
+
 async function httpFuzz(): Promise<BenchResult[]> {
   const llm = await startFakeLlm();
   llm.respond(() => reply().text("ok").stop());
+  if (SNAPSHOT_DIR) process.env.VEIL_BENCH_NODE_ARGS = `${process.env.VEIL_BENCH_NODE_ARGS ?? ""} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${SNAPSHOT_DIR}`;
   const server = await startBenchServer({ llm, name: "adversarial-http", settings: { limits: { maxLiveSessions: 1000 } } });
   try {
     const warm = await createSession(server);
     await server.fetch(`/sessions/${warm}/chat`, { method: "POST", body: JSON.stringify({ message: "hello" }) });
     const idle = server.rssBytes();
+    await snapshot(server);
     server.resetPeakRss();
     let seed = 42;
     const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
@@ -383,6 +405,7 @@ async function httpFuzz(): Promise<BenchResult[]> {
     }
     const after = server.rssBytes();
     const peak = server.peakRssBytes().server;
+    await snapshot(server);
     return [
       withBaseline({
         name: `server RSS after ${HTTP_FUZZ_REQUESTS} fuzzed HTTP requests`,
@@ -398,15 +421,18 @@ async function httpFuzz(): Promise<BenchResult[]> {
   }
 }
 
+/** VEIL_BENCH_ADVERSARIAL=tools or =http runs one half. */
 export async function run(): Promise<BenchResult[]> {
-  const fixtures = await makeFixtures();
-  try {
-    const only = process.env.VEIL_BENCH_ADVERSARIAL;
-    const results: BenchResult[] = [];
-    if (only !== "http") results.push(...(await toolCases(fixtures)));
-    if (only !== "tools") results.push(...(await httpFuzz()));
-    return results;
-  } finally {
-    await fixtures.close();
+  const only = process.env.VEIL_BENCH_ADVERSARIAL;
+  const results: BenchResult[] = [];
+  if (only !== "http") {
+    const fixtures = await makeFixtures();
+    try {
+      results.push(...(await toolCases(fixtures)));
+    } finally {
+      await fixtures.close();
+    }
   }
+  if (only !== "tools") results.push(...(await httpFuzz()));
+  return results;
 }

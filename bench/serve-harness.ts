@@ -80,6 +80,8 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
   const profDir = process.env.VEIL_BENCH_CPU_PROF;
   const profName = `${options.name}-${Date.now()}`;
   const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${profName}.cpuprofile`] : [];
+  // VEIL_BENCH_NODE_ARGS="--trace-gc --heapsnapshot-signal=SIGUSR2": node flags for the server alone (NODE_OPTIONS refuses some and reaches its children too).
+  nodeArgs.push(...(process.env.VEIL_BENCH_NODE_ARGS ?? "").split(/\s+/).filter(Boolean));
   const loopDelayFile = join(workspace, ".loop-delay.json");
   let loopDelay: LoopDelayReport | undefined;
   const env = {
@@ -102,6 +104,7 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     stderr = (stderr + d.toString()).slice(-4000);
     if (process.env.VEIL_BENCH_DEBUG) process.stderr.write(d);
   });
+  if (process.env.VEIL_BENCH_DEBUG) child.stdout!.on("data", (d: Buffer) => process.stderr.write(d));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = await listeningUrl(child, () => stderr);
   const pid = child.pid!;
