@@ -56,21 +56,51 @@ export const editFile = defineTool({
       );
     }
 
-    const updated = applyReplacement(content, plan, input.replace_all ?? false);
-    await commitWrite(ctx, target, updated);
+    const at = plan.positions[0]!;
+    let shown: string;
+    if (input.replace_all) {
+      const updated = applyReplacement(content, plan, true);
+      await commitWrite(ctx, target, updated);
+      shown = snippet(updated, at, plan.replace);
+    } else {
+      // Written as the three parts it is made of: the edited file is never built as one more copy.
+      await commitWrite(ctx, target, [content.slice(0, at), plan.replace, content.slice(at + plan.search.length)]);
+      shown = snippetOfEdit(content, at, plan.search.length, plan.replace);
+    }
     const replacements = input.replace_all ? plan.count : 1;
     return {
-      output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${snippet(updated, plan.positions[0]!, plan.replace)}`,
+      output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${shown}`,
       details: { path: target.requested, realPath: target.real, replacements, crlf: plan.search !== input.old_string },
     };
   },
 });
 
-/** The first edited region with a little context, as read_file would number it. */
-function snippet(updated: string, at: number, inserted: string): string {
-  const first = lineAt(updated, at);
+/**
+ * The first edited region with a little context, as read_file would number it. `text` has
+ * `inserted` at `at`; its first line is line `firstLine` of the file.
+ */
+function snippet(text: string, at: number, inserted: string, firstLine = 1): string {
+  const first = firstLine - 1 + lineAt(text, at);
   const last = first + Math.max(0, countLines(inserted) - 1);
   const from = first - SNIPPET_CONTEXT;
   const to = Math.min(last + SNIPPET_CONTEXT, from + MAX_SNIPPET_LINES - 1);
-  return numberedRegion(updated, from, to);
+  return numberedRegion(text, from - firstLine + 1, to - firstLine + 1, firstLine - 1);
+}
+
+/** The snippet of one replacement, from the lines around it in the old text and the inserted text. */
+function snippetOfEdit(content: string, at: number, removed: number, inserted: string): string {
+  let start = at;
+  for (let back = 0; back <= SNIPPET_CONTEXT; back++) {
+    const nl = start > 0 ? content.lastIndexOf("\n", start - 1) : -1;
+    if (nl === -1) {
+      start = -1;
+      break;
+    }
+    start = nl;
+  }
+  start += 1;
+  let end = at + removed;
+  for (let ahead = 0; ahead < MAX_SNIPPET_LINES + SNIPPET_CONTEXT && end !== -1; ahead++) end = content.indexOf("\n", end + (ahead > 0 ? 1 : 0));
+  const around = content.slice(start, at) + inserted + content.slice(at + removed, end === -1 ? content.length : end);
+  return snippet(around, at - start, inserted, lineAt(content, start));
 }

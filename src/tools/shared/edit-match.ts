@@ -83,11 +83,11 @@ export function linesBetween(content: string, from: number, to: number): string[
   return out;
 }
 
-/** Numbered lines `from`..`to` of `content` (1-indexed, clamped). */
-export function numberedRegion(content: string, from: number, to: number): string {
+/** Numbered lines `from`..`to` of `content` (1-indexed, clamped), each number shifted by `offset`. */
+export function numberedRegion(content: string, from: number, to: number, offset = 0): string {
   const first = Math.max(1, from);
   return linesBetween(content, first, to)
-    .map((line, i) => numberLine(first + i, line))
+    .map((line, i) => numberLine(offset + first + i, line))
     .join("\n");
 }
 
