@@ -13,7 +13,8 @@ import { listeningUrl } from "../test/helpers/spawned-server.js";
 import { LOOP_DELAY_ENV, type LoopDelayReport } from "../src/server/loop-delay.js";
 import type { LoadCommand, LoadReport } from "./load-client.js";
 
-const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
+/** VEIL_BENCH_MAIN=path/to/dist/src/main.js runs another build (an older commit's) under the same bench, for before/after figures. */
+const MAIN = process.env.VEIL_BENCH_MAIN ?? fileURLToPath(new URL("../src/main.js", import.meta.url));
 const LOAD_CLIENT = fileURLToPath(new URL("./load-client.js", import.meta.url));
 const SECRET = "bench-secret";
 /** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ). */
@@ -37,6 +38,19 @@ export interface BenchServer {
    */
   cpuWaitSeconds(): number;
   rssBytes(): number;
+  /** True once the server process has exited (or crashed). */
+  exited(): boolean;
+  /** Resolves when the server process exits. */
+  whenExited(): Promise<void>;
+  /** The spawn helper's RSS, 0 when there is none. */
+  helperRssBytes(): number;
+  /**
+   * Resets the kernel's peak-RSS mark (VmHWM) of the server and its spawn helper to their
+   * current RSS (false where /proc/PID/clear_refs is not writable); peakRssBytes() then
+   * reads the highest RSS since, however short the peak was.
+   */
+  resetPeakRss(): boolean;
+  peakRssBytes(): { server: number; helper: number };
   /** SIGTERM (a clean shutdown, so a --cpu-prof profile is written), then the folders go. */
   stop(): Promise<void>;
   /**
@@ -66,6 +80,8 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
   const profDir = process.env.VEIL_BENCH_CPU_PROF;
   const profName = `${options.name}-${Date.now()}`;
   const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir, "--cpu-prof-name", `${profName}.cpuprofile`] : [];
+  // VEIL_BENCH_NODE_ARGS="--trace-gc --heapsnapshot-signal=SIGUSR2": node flags for the server alone (NODE_OPTIONS refuses some and reaches its children too).
+  nodeArgs.push(...(process.env.VEIL_BENCH_NODE_ARGS ?? "").split(/\s+/).filter(Boolean));
   const loopDelayFile = join(workspace, ".loop-delay.json");
   let loopDelay: LoopDelayReport | undefined;
   const env = {
@@ -88,6 +104,7 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     stderr = (stderr + d.toString()).slice(-4000);
     if (process.env.VEIL_BENCH_DEBUG) process.stderr.write(d);
   });
+  if (process.env.VEIL_BENCH_DEBUG) child.stdout!.on("data", (d: Buffer) => process.stderr.write(d));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = await listeningUrl(child, () => stderr);
   const pid = child.pid!;
@@ -106,15 +123,8 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     stderr: () => stderr,
     cpuSeconds: () => processCpuSeconds(pid),
     helperCpuSeconds() {
-      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-      const helper = children.find((child) => {
-        try {
-          return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("spawn-helper-main");
-        } catch {
-          return false;
-        }
-      });
-      return helper ? processCpuSeconds(Number(helper)) : 0;
+      const helper = helperPid(pid);
+      return helper ? processCpuSeconds(helper) : 0;
     },
     cpuWaitSeconds() {
       try {
@@ -123,9 +133,25 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
         return NaN;
       }
     },
-    rssBytes() {
-      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      return match ? Number(match[1]) * 1024 : 0;
+    rssBytes: () => statusBytes(pid, "VmRSS"),
+    exited: () => child.exitCode !== null || child.signalCode !== null,
+    whenExited: () => exited,
+    helperRssBytes() {
+      const helper = helperPid(pid);
+      return helper ? statusBytes(helper, "VmRSS") : 0;
+    },
+    resetPeakRss() {
+      const helper = helperPid(pid);
+      try {
+        for (const target of helper ? [pid, helper] : [pid]) writeFileSync(`/proc/${target}/clear_refs`, "5");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    peakRssBytes() {
+      const helper = helperPid(pid);
+      return { server: statusBytes(pid, "VmHWM"), helper: helper ? statusBytes(helper, "VmHWM") : 0 };
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
@@ -141,6 +167,34 @@ export async function startBenchServer(options: { llm: FakeLlm; settings?: objec
     },
     loopDelays: (fromUs, toUs) => (loopDelay?.ticks ?? []).filter(([at]) => at >= fromUs && at <= toUs).map(([, late, waited]) => ({ late, waited })),
   };
+}
+
+/** The server's spawn helper (spawn-helper-main.js), if it has started one. */
+function helperPid(serverPid: number): number | undefined {
+  let children: string[];
+  try {
+    children = readFileSync(`/proc/${serverPid}/task/${serverPid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return undefined;
+  }
+  const helper = children.find((child) => {
+    try {
+      return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("spawn-helper-main");
+    } catch {
+      return false;
+    }
+  });
+  return helper ? Number(helper) : undefined;
+}
+
+/** A `kB` line of /proc/PID/status (VmRSS, VmHWM) in bytes; 0 once the process is gone. */
+function statusBytes(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 function processCpuSeconds(pid: number): number {

@@ -6,6 +6,7 @@ import type { AssistantMessage } from "../llm/types.js";
 import type { InboxItem, MessageRow, NewMessage, StepSpend } from "../store/store.js";
 import type { Attachment, ToolWrites } from "../tools/types.js";
 import type { ContextWriter } from "./compaction/session-context.js";
+import { eventInput } from "./event-input.js";
 import type { SessionWriter } from "./session-writer.js";
 
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
@@ -76,7 +77,7 @@ export class RunRecorder {
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
       case "tool_started":
-        void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: event.input });
+        void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: eventInput(event.input) });
         return;
       case "tool_state":
         await writer.store.setToolCallState(event.callId, this.sessionId, event.state);

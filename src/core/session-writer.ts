@@ -5,6 +5,7 @@ import { preview } from "../tools/format.js";
 import type { ToolWrites } from "../tools/types.js";
 import type { TokenUsage } from "../base/usage.js";
 import type { ContextWriter } from "./compaction/session-context.js";
+import { eventInput } from "./event-input.js";
 import { unansweredCalls } from "./history.js";
 import { cancelledText } from "./tool-calls.js";
 
@@ -77,7 +78,7 @@ export class SessionWriter {
       type: "tool.end",
       toolName: call.name,
       toolCallId: call.id,
-      toolInput: call.input,
+      toolInput: eventInput(call.input),
       output,
       outputPreview: preview(output),
       success: call.success,

@@ -1,6 +1,6 @@
 import type { EventBus, EventFilter, VeilEvent } from "../base/events.js";
 import { eventWire } from "../base/event-wire.js";
-import type { EventLog } from "../core/event-log.js";
+import { REPLAY_PAGE, type EventLog } from "../core/event-log.js";
 import { VeilError } from "../errors.js";
 import { scheduleFlush } from "./sse-batch.js";
 
@@ -126,8 +126,9 @@ export function sseResponse(options: SseOptions): Response {
           const log = options.log;
           void (async () => {
             try {
+              const pages = new ReplayPages();
               for (;;) {
-                const page = await log.replay(options.filter, lastId);
+                const page = await log.replay(options.filter, lastId, pages.size);
                 if (closed || page.length === 0) break;
                 // One chunk per page: encoding and queueing cost per page, not per event.
                 let text = "";
@@ -135,6 +136,7 @@ export function sseResponse(options: SseOptions): Response {
                   lastId = event.id;
                   if (event.wire) text += formatSse(event.wire, event.id);
                 }
+                pages.sawPage(page.length, text.length);
                 if (text) push(encoder.encode(text), true);
                 // Replay respects the reader's pace instead of dropping it.
                 while (!closed && (controller.desiredSize ?? 1) <= 0) await new Promise<void>((r) => (wakeReplay = r));
@@ -172,6 +174,24 @@ export function sseResponse(options: SseOptions): Response {
       "x-accel-buffering": "no",
     },
   });
+}
+
+/** Replay aims at pages of about this many chars: a session's stored events can be of any size (a tool.end can carry 256 KB). */
+export const REPLAY_PAGE_CHARS = 1024 * 1024;
+const FIRST_REPLAY_PAGE = 4;
+
+/**
+ * How many events the next replay page asks for: a few at first, then as many as the pages
+ * so far say fit in REPLAY_PAGE_CHARS (at least one, at most the event log's page), so one
+ * page of big events cannot hold a thousand of them at once.
+ */
+export class ReplayPages {
+  size = FIRST_REPLAY_PAGE;
+
+  sawPage(events: number, chars: number): void {
+    const perEvent = Math.max(1, chars / Math.max(1, events));
+    this.size = Math.max(1, Math.min(REPLAY_PAGE, 8 * this.size, Math.floor(REPLAY_PAGE_CHARS / perEvent)));
+  }
 }
 
 /** A sequence number from a header or query: absent → undefined; not a non-negative integer → 400. */

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
@@ -42,6 +43,26 @@ describe("runs as event streams", () => {
     expect(stored.map((e) => e.type)).toEqual(h.events.filter((e) => e.sessionId === session.id && e.seq !== undefined).map((e) => e.type));
     expect(stored.some((e) => e.type === "chat.chunk" || e.type === "tool.chunk")).toBe(false);
     expect(JSON.parse(stored.find((e) => e.type === "tool.end")!.data).details.total).toBe(1);
+  });
+
+  it("cuts long strings of a tool's input in tool.start and tool.end; the tool, the stored message and the next request have them whole", async () => {
+    h = await createRuntimeHarness();
+    const content = "z".repeat(100_000);
+    h.llm.enqueue(reply().tool("write_file", { file: "big.txt", content }, { fragments: 20 }).stop());
+    h.llm.enqueue(reply().text("written").stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    await (await h.runtime.sessions.send(session.id, "write it")).result;
+    expect(readFileSync(h.ws.path("big.txt"), "utf8")).toBe(content);
+    const cut = `${"z".repeat(30_000)}… [cut in this event: 100000 chars]`;
+    for (const type of ["tool.start", "tool.end"]) {
+      expect((h.events.find((e) => e.type === type) as { toolInput: unknown }).toolInput, type).toEqual({ file: "big.txt", content: cut });
+      const stored = (await h.runtime.store.listEvents(session.id)).find((e) => e.type === type)!;
+      expect(JSON.parse(stored.data).toolInput.content).toBe(cut);
+    }
+    const [call] = await h.runtime.store.listToolCalls(session.id);
+    expect(JSON.parse(call!.arguments).content).toBe(content);
+    const assistant = h.llm.completionRequests[1]!.body.messages.find((m: { role: string }) => m.role === "assistant");
+    expect(JSON.parse(assistant.tool_calls[0].function.arguments).content).toBe(content);
   });
 
   it("sends tool.progress every 5 s while a tool runs longer", async () => {

@@ -103,4 +103,25 @@ describe("SSE streams", () => {
     controller.abort();
     expect((await reader.read()).done).toBe(true);
   });
+
+  it("replays big stored events in pages of about a megabyte, not a thousand events at a time", async () => {
+    const big = "x".repeat(256 * 1024);
+    for (let i = 1; i <= 40; i++) void log.publish("s", { type: "session.state", status: "idle", reason: `${i} ${big}` });
+    for (let i = 41; i <= 3000; i++) void log.publish("s", { type: "session.state", status: "idle", reason: String(i) });
+    await log.flush();
+    const pageChars: number[] = [];
+    const recording = {
+      async replay(filter: { sessionId?: string }, after: number, limit?: number) {
+        const page = await log.replay(filter, after, limit);
+        pageChars.push(page.reduce((sum, event) => sum + event.wire.length, 0));
+        return page;
+      },
+    };
+    const res = sseResponse({ bus, log: recording, filter: { sessionId: "s" }, idField: "seq", signal: new AbortController().signal, lastEventId: 0, until: new Promise((r) => setTimeout(r, 200)) });
+    const replayed = await readSse(res);
+    expect(replayed.map((e) => Number(e.id))).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
+    // The first page asks for a few events; later ones as many as fit in a megabyte (one big event may pass it).
+    expect(pageChars.filter((chars) => chars > 1024 * 1024 + big.length + 200)).toEqual([]);
+    expect(pageChars.length).toBeLessThan(60);
+  });
 });

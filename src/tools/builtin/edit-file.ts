@@ -5,8 +5,7 @@ import { ToolError } from "../../errors.js";
 import { commitWrite, prepareWrite } from "../shared/file-write.js";
 import { resolveToolPath } from "../shared/path-guard.js";
 import { readFailure } from "../shared/fs-errors.js";
-import { applyReplacement, describeMiss, lineAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
-import { splitLines } from "../shared/text-view.js";
+import { applyReplacement, countLines, describeMiss, lineAt, linesAt, numberedRegion, planReplacement } from "../shared/edit-match.js";
 
 /** Line numbers listed in a MATCH_NOT_UNIQUE error. */
 const MAX_LISTED_LINES = 20;
@@ -46,36 +45,64 @@ export const editFile = defineTool({
       throw readFailure(error, target.requested);
     });
 
-    const plan = planReplacement(content, input.old_string, input.new_string);
-    if (plan.positions.length === 0) {
+    const plan = planReplacement(content, input.old_string, input.new_string, MAX_LISTED_LINES);
+    if (plan.count === 0) {
       const closest = describeMiss(content, input.old_string);
       throw new ToolError("MATCH_NOT_FOUND", `old_string not found in ${target.requested}.${closest ? `\n\n${closest}` : ""}`);
     }
-    if (plan.positions.length > 1 && !input.replace_all) {
-      const lines = plan.positions.map((at) => lineAt(content, at));
-      const listed = lines.slice(0, MAX_LISTED_LINES).join(", ") + (lines.length > MAX_LISTED_LINES ? ", …" : "");
+    if (plan.count > 1 && !input.replace_all) {
+      const listed = linesAt(content, plan.positions).join(", ") + (plan.count > MAX_LISTED_LINES ? ", …" : "");
       throw new ToolError(
         "MATCH_NOT_UNIQUE",
-        `old_string appears ${plan.positions.length} times in ${target.requested} (lines ${listed}). Include more surrounding context to make it unique, or set replace_all to true.`,
+        `old_string appears ${plan.count} times in ${target.requested} (lines ${listed}). Include more surrounding context to make it unique, or set replace_all to true.`,
       );
     }
 
-    const updated = applyReplacement(content, plan, input.replace_all ?? false);
-    await commitWrite(ctx, target, updated);
-    const replacements = input.replace_all ? plan.positions.length : 1;
+    const at = plan.positions[0]!;
+    let shown: string;
+    if (input.replace_all) {
+      const updated = applyReplacement(content, plan, true);
+      await commitWrite(ctx, target, updated);
+      shown = snippet(updated, at, plan.replace);
+    } else {
+      // Written as the three parts it is made of: the edited file is never built as one more copy.
+      await commitWrite(ctx, target, [content.slice(0, at), plan.replace, content.slice(at + plan.search.length)]);
+      shown = snippetOfEdit(content, at, plan.search.length, plan.replace);
+    }
+    const replacements = input.replace_all ? plan.count : 1;
     return {
-      output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${snippet(updated, plan.positions[0]!, plan.replace)}`,
+      output: `Edited ${target.requested}: ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${shown}`,
       details: { path: target.requested, realPath: target.real, replacements, crlf: plan.search !== input.old_string },
     };
   },
 });
 
-/** The first edited region with a little context, as read_file would number it. */
-function snippet(updated: string, at: number, inserted: string): string {
-  const lines = splitLines(updated);
-  const first = lineAt(updated, at);
-  const last = first + Math.max(0, splitLines(inserted).length - 1);
+/**
+ * The first edited region with a little context, as read_file would number it. `text` has
+ * `inserted` at `at`; its first line is line `firstLine` of the file.
+ */
+function snippet(text: string, at: number, inserted: string, firstLine = 1): string {
+  const first = firstLine - 1 + lineAt(text, at);
+  const last = first + Math.max(0, countLines(inserted) - 1);
   const from = first - SNIPPET_CONTEXT;
   const to = Math.min(last + SNIPPET_CONTEXT, from + MAX_SNIPPET_LINES - 1);
-  return numberedRegion(lines, from, to);
+  return numberedRegion(text, from - firstLine + 1, to - firstLine + 1, firstLine - 1);
+}
+
+/** The snippet of one replacement, from the lines around it in the old text and the inserted text. */
+function snippetOfEdit(content: string, at: number, removed: number, inserted: string): string {
+  let start = at;
+  for (let back = 0; back <= SNIPPET_CONTEXT; back++) {
+    const nl = start > 0 ? content.lastIndexOf("\n", start - 1) : -1;
+    if (nl === -1) {
+      start = -1;
+      break;
+    }
+    start = nl;
+  }
+  start += 1;
+  let end = at + removed;
+  for (let ahead = 0; ahead < MAX_SNIPPET_LINES + SNIPPET_CONTEXT && end !== -1; ahead++) end = content.indexOf("\n", end + (ahead > 0 ? 1 : 0));
+  const around = content.slice(start, at) + inserted + content.slice(at + removed, end === -1 ? content.length : end);
+  return snippet(around, at - start, inserted, lineAt(content, start));
 }

@@ -4,15 +4,13 @@ import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
 import { displayPath, guardRead, isReadProtected, pathPolicyFromContext, resolveToolPath } from "../shared/path-guard.js";
 import { statForTool } from "../shared/fs-errors.js";
-import { comparePaths, skippedDirs } from "../shared/file-walk.js";
-import type { GrepFile } from "../shared/grep-search.js";
+import { skippedDirs } from "../shared/file-walk.js";
+import { MAX_GREP_LINE_CHARS, type GrepFile } from "../shared/grep-matches.js";
 import { ripgrepPath } from "../shared/ripgrep.js";
 import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 
-/** A matched line longer than this is cut (minified files). */
-const MAX_LINE_CHARS = 500;
 const MAX_CONTEXT_LINES = 20;
-/** Raw match text gathered before the search stops early. */
+/** Match text found (shown or only counted) before the search stops early. */
 const MAX_COLLECT_CHARS = 2_000_000;
 
 const Params = Type.Object(
@@ -53,6 +51,7 @@ export const grep = defineTool({
 
     // picomatch and the search engine load on first use, not at start-up.
     const { grepSearch } = await import("../shared/grep-search.js");
+    const prefix = displayPath(ctx.workspace, root);
     const result = await grepSearch({
       root,
       file: isFile ? basename(target) : undefined,
@@ -67,15 +66,15 @@ export const grep = defineTool({
       rg,
       signal: ctx.signal,
       maxCollectChars: MAX_COLLECT_CHARS,
+      keepChars: MAX_OUTPUT_CHARS,
+      prefixChars: prefix === "." ? 0 : prefix.length + 1,
     });
     if (ctx.signal.aborted) throw new ToolError("CANCELLED", "grep was cancelled.");
 
-    const prefix = displayPath(ctx.workspace, root);
     const show = (path: string) => (prefix === "." ? path : join(prefix, path));
-    result.files.sort((a, b) => comparePaths(a.path, b.path));
     const rendered = renderMatches(result.files, show, context > 0);
     const where = displayPath(ctx.workspace, target);
-    if (rendered.matches === 0) {
+    if (result.matches === 0) {
       const hint = isFile || input.recursive ? "" : " Subdirectories were not searched; set recursive to include them.";
       const place = where === "." ? "the workspace root" : where;
       return { output: `No matches found for "${input.pattern}" in ${place}.${hint}`, details: { matches: 0, files: 0, engine } };
@@ -83,42 +82,40 @@ export const grep = defineTool({
     const notes: string[] = [];
     if (rendered.cut) {
       notes.push(
-        `[Output truncated at ${MAX_OUTPUT_CHARS} chars: showing ${rendered.shownMatches} of ${rendered.matches} matching lines in ${result.files.length} files. Narrow the pattern, path or include glob.]`,
+        `[Output truncated at ${MAX_OUTPUT_CHARS} chars: showing ${rendered.shownMatches} of ${result.matches} matching lines in ${result.fileCount} files. Narrow the pattern, path or include glob.]`,
       );
     }
     if (result.partial) notes.push(`[Search stopped early: too many matches. Results are incomplete; narrow the pattern, path or include glob.]`);
     return {
       output: rendered.text + (notes.length ? `\n\n${notes.join("\n")}` : ""),
-      details: { matches: rendered.matches, files: result.files.length, truncated: rendered.cut || result.partial, engine },
+      details: { matches: result.matches, files: result.fileCount, truncated: rendered.cut || result.partial, engine },
     };
   },
 });
 
-/** `path:n:text` for matches, `path-n-text` for context, `--` between separate groups. */
+/** `path:n:text` for matches, `path-n-text` for context, `--` between separate groups; cut at the answer's cap. */
 function renderMatches(files: GrepFile[], show: (path: string) => string, separators: boolean) {
   const out: string[] = [];
   let chars = 0;
-  let matches = 0;
   let shownMatches = 0;
   let cut = false;
   for (const file of files) {
     const name = show(file.path);
     let previous = -1;
     for (const line of file.lines) {
-      if (line.match) matches++;
-      if (cut) continue;
       if (separators && out.length > 0 && line.n !== previous + 1) out.push("--");
       previous = line.n;
-      const text = line.text.length > MAX_LINE_CHARS ? `${line.text.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line.text;
+      const text = line.text.length > MAX_GREP_LINE_CHARS ? `${line.text.slice(0, MAX_GREP_LINE_CHARS)}… [line truncated]` : line.text;
       const rendered = `${name}${line.match ? ":" : "-"}${line.n}${line.match ? ":" : "-"}${text}`;
       if (chars + rendered.length + 1 > MAX_OUTPUT_CHARS) {
         cut = true;
-        continue;
+        break;
       }
       out.push(rendered);
       chars += rendered.length + 1;
       if (line.match) shownMatches++;
     }
+    if (cut) break;
   }
-  return { text: out.join("\n"), matches, shownMatches, cut };
+  return { text: out.join("\n"), shownMatches, cut };
 }

@@ -1,5 +1,5 @@
 import { Type } from "../../schema.js";
-import { readdir, readlink, stat } from "node:fs/promises";
+import { opendir, readlink, stat } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import { join } from "node:path";
 import { defineTool } from "../define.js";
@@ -11,6 +11,8 @@ import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 
 /** Entries shown before the listing is cut. */
 const MAX_ENTRIES = 1000;
+/** Entries read past the ones kept before they are sorted and cut back again. */
+const TRIM_SLACK = 4096;
 /** Listed in recursive mode but never descended into. */
 const NOT_DESCENDED = new Set([".git", "node_modules"]);
 
@@ -47,11 +49,11 @@ export const listDir = defineTool({
     const skipped: string[] = [];
     let cut = false;
     const visit = async (absolute: string, prefix: string): Promise<void> => {
-      const children = await readdir(absolute, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      const { children, more } = await firstChildren(absolute, MAX_ENTRIES - entries.length).catch((error: NodeJS.ErrnoException) => {
         if (prefix === "") throw new ToolError("PERMISSION_DENIED", `Cannot list ${absolute}: ${error.code ?? error.message}`);
-        return [] as Dirent[];
+        return { children: [] as Dirent[], more: false };
       });
-      children.sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      if (more) cut = true;
       for (const child of children) {
         if (entries.length >= MAX_ENTRIES) {
           cut = true;
@@ -104,6 +106,38 @@ export const listDir = defineTool({
     };
   },
 });
+
+/** Listing order: directories first, then by name (UTF-16 code units). */
+function listingOrder(a: Dirent, b: Dirent): number {
+  return Number(b.isDirectory()) - Number(a.isDirectory()) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+/**
+ * The first `limit` entries of a folder in listing order, read as a stream: a folder of a
+ * million entries costs a few times `limit` of them, not a million (a whole readdir held
+ * them all to show 1000). `more`: there were others after them.
+ */
+async function firstChildren(absolute: string, limit: number): Promise<{ children: Dirent[]; more: boolean }> {
+  if (limit <= 0) {
+    for await (const _ of await opendir(absolute)) return { children: [], more: true };
+    return { children: [], more: false };
+  }
+  const kept: Dirent[] = [];
+  let more = false;
+  const trim = () => {
+    kept.sort(listingOrder);
+    if (kept.length > limit) {
+      kept.length = limit;
+      more = true;
+    }
+  };
+  for await (const entry of await opendir(absolute, { bufferSize: 256 })) {
+    kept.push(entry);
+    if (kept.length >= limit + TRIM_SLACK) trim();
+  }
+  trim();
+  return { children: kept, more };
+}
 
 function renderEntry(entry: Entry): string {
   switch (entry.type) {

@@ -11,6 +11,8 @@ const DEFAULT_RESULTS = 5;
 const MAX_RESULTS = 50;
 const MAX_ENTRY_PREVIEW = 2_000;
 const CACHED_FILES = 16;
+/** The indexes kept between searches cover at most this many bytes of memory files (an index is several times its text). */
+export const CACHED_INDEX_BYTES = 8 * 1024 * 1024;
 const INDEX_CACHE_KEY = "memory.searchIndex";
 
 const Params = Type.Object({
@@ -89,10 +91,25 @@ const APPENDED_ENTRY = /^\n*## \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\r?\n/
 /**
  * Search indexes per memory file, keyed by (size, mtime, inode). When the file only
  * grew by appended entries (memory_write), the new entries are added to the existing
- * index; any other change rebuilds it.
+ * index; any other change rebuilds it. At most CACHED_FILES indexes of at most
+ * `maxBytes` of files in all are kept, the least recently searched going first; a file
+ * bigger than that is indexed for its search and not kept.
  */
 export class MemoryIndexCache implements Disposable {
   private readonly files = new Map<string, IndexedFile>();
+
+  constructor(private readonly maxBytes = CACHED_INDEX_BYTES) {}
+
+  /** Bytes of memory files whose indexes are kept. */
+  get cachedBytes(): number {
+    let bytes = 0;
+    for (const file of this.files.values()) bytes += file.size;
+    return bytes;
+  }
+
+  has(path: string): boolean {
+    return this.files.has(path);
+  }
 
   async load(path: string): Promise<IndexedFile | undefined> {
     const info = await stat(path).catch(() => undefined);
@@ -111,7 +128,12 @@ export class MemoryIndexCache implements Disposable {
     }
     this.files.delete(path);
     this.files.set(path, next);
-    while (this.files.size > CACHED_FILES) this.files.delete(this.files.keys().next().value!);
+    let bytes = this.cachedBytes;
+    for (const [key, file] of this.files) {
+      if (this.files.size <= CACHED_FILES && bytes <= this.maxBytes) break;
+      this.files.delete(key);
+      bytes -= file.size;
+    }
     return next;
   }
 

@@ -1,6 +1,11 @@
 import { Type, type Static } from "../../schema.js";
 import { defineTool } from "../define.js";
+import { ToolError } from "../../errors.js";
 import { appendMemoryEntry, MEMORY_LOCKS_KEY, MemoryLocks, memoryPathForScope } from "../shared/memory-files.js";
+import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
+
+/** An entry longer than one memory_read answer could never be read back whole. */
+export const MAX_MEMORY_ENTRY_CHARS = MAX_OUTPUT_CHARS;
 
 const Params = Type.Object({
   content: Type.Union([Type.String(), Type.Null()], {
@@ -26,6 +31,12 @@ export const memoryWrite = defineTool({
     const scope = input.scope ?? "agent";
     const content = typeof input.content === "string" ? input.content.trim() : "";
     if (content.length === 0) return JSON.stringify({ status: "skipped_empty", filePath: null });
+    if (content.length > MAX_MEMORY_ENTRY_CHARS) {
+      throw new ToolError(
+        "VALIDATION_ERROR",
+        `content is ${content.length} chars; one memory entry holds at most ${MAX_MEMORY_ENTRY_CHARS}. Keep the fact short, split it into several entries, or write the detail to a file and remember its path.`,
+      );
+    }
 
     const filePath = memoryPathForScope(ctx.paths.memoryDir, scope, ctx.agent.name);
     const locks = ctx.runtime.get(MEMORY_LOCKS_KEY, () => new MemoryLocks());

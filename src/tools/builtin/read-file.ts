@@ -1,7 +1,5 @@
 import { Type } from "../../schema.js";
-import { createReadStream } from "node:fs";
 import { readFile as readBytes } from "node:fs/promises";
-import { createInterface } from "node:readline";
 import { basename } from "node:path";
 import { defineTool } from "../define.js";
 import { ToolError } from "../../errors.js";
@@ -11,10 +9,8 @@ import { guardRead, pathPolicyFromContext, resolveToolPath } from "../shared/pat
 import { statForTool, readFailure } from "../shared/fs-errors.js";
 import { fileKind, MAX_MEDIA_BYTES } from "../shared/file-kinds.js";
 import { recordRead } from "../shared/read-tracker.js";
-import { DEFAULT_READ_LINES, MAX_LINE_CHARS, formatSize, looksBinary, renderLines, splitLines, type OutputCap, type TextWindow } from "../shared/text-view.js";
-
-/** Text files above this are streamed line by line instead of loaded whole. */
-const STREAM_THRESHOLD_BYTES = 8 * 1024 * 1024;
+import { DEFAULT_READ_LINES, formatSize, renderLines, type OutputCap, type TextWindow } from "../shared/text-view.js";
+import { readLineWindow } from "../shared/line-window.js";
 
 /**
  * One read_file answer holds at most 256 KB (UTF-8) of numbered lines, whatever offset/limit
@@ -57,13 +53,8 @@ export const readFile = defineTool({
       outcome = await readMedia(ctx, absolute, name, stats.size, kind.kind, kind.mediaType);
     } else if (kind.kind === "binary") {
       outcome = binaryOutcome(name, stats.size);
-    } else if (stats.size > STREAM_THRESHOLD_BYTES) {
-      outcome = await readLargeText(absolute, name, stats.size, input);
     } else {
-      const buffer = await readBytes(absolute).catch((error) => {
-        throw readFailure(error, absolute);
-      });
-      outcome = renderText(absolute, name, buffer, input);
+      outcome = await readText(absolute, name, stats.size, input, ctx.signal);
     }
     await recordRead(ctx, real, stats.mtimeMs);
     return { ...outcome, details: { path: absolute, size: stats.size, ...outcome.details } };
@@ -76,14 +67,6 @@ function binaryOutcome(name: string, size: number): ToolOutcome {
 
 function emptyOutcome(absolute: string): ToolOutcome {
   return { output: systemReminder(`The file ${absolute} exists but has empty contents.`), details: { kind: "text", lines: 0 } };
-}
-
-function renderText(absolute: string, name: string, buffer: Buffer, window: TextWindow): ToolOutcome {
-  if (looksBinary(buffer)) return binaryOutcome(name, buffer.length);
-  const text = buffer.toString("utf8");
-  if (text.trim() === "") return emptyOutcome(absolute);
-  const lines = splitLines(text);
-  return { output: renderLines(lines, window, lines.length, 1, READ_CAP), details: { kind: "text", lines: lines.length } };
 }
 
 async function readMedia(
@@ -108,35 +91,20 @@ async function readMedia(
   return { output: label, attachments: [{ type: kind, media_type: mediaType, data: data.toString("base64") }], details };
 }
 
-/** Streams a big text file: counts every line, keeps only the window. */
-async function readLargeText(absolute: string, name: string, size: number, window: TextWindow): Promise<ToolOutcome> {
+/**
+ * Text, a chunk at a time: every line is counted, only the window is kept (and within it
+ * no more than the 256 KB answer can show), so neither a huge file nor one endless line is
+ * ever held whole.
+ */
+async function readText(absolute: string, name: string, size: number, window: TextWindow, signal: AbortSignal): Promise<ToolOutcome> {
   const explicit = window.offset !== undefined || window.limit !== undefined;
   const first = window.offset ?? 1;
   const last = window.limit !== undefined ? first + window.limit - 1 : explicit ? Number.POSITIVE_INFINITY : DEFAULT_READ_LINES;
-  const stream = createReadStream(absolute);
-  let head: Buffer | undefined;
-  stream.once("data", (chunk) => (head = chunk as Buffer));
-  const lines: string[] = [];
-  let total = 0;
-  let blank = true;
-  let kept = 0;
-  try {
-    for await (const line of createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY })) {
-      if (total === 0 && head && looksBinary(head)) {
-        stream.destroy();
-        return binaryOutcome(name, size);
-      }
-      total++;
-      if (blank && line.trim() !== "") blank = false;
-      // Past the output cap nothing more can be shown (bytes >= chars); keep counting only.
-      if (total >= first && total <= last && kept <= READ_MAX_BYTES) {
-        lines.push(line);
-        kept += Math.min(line.length, MAX_LINE_CHARS) + 7;
-      }
-    }
-  } catch (error) {
+  const read = await readLineWindow(absolute, { first, last, keepChars: READ_MAX_BYTES, signal }).catch((error) => {
     throw readFailure(error, absolute);
-  }
-  if (blank) return emptyOutcome(absolute);
-  return { output: renderLines(lines, window, total, first, READ_CAP), details: { kind: "text", lines: total } };
+  });
+  if (signal.aborted) throw new ToolError("CANCELLED", "read_file was cancelled.");
+  if (read.binary) return binaryOutcome(name, size);
+  if (read.blank) return emptyOutcome(absolute);
+  return { output: renderLines(read.lines, window, read.totalLines, first, READ_CAP), details: { kind: "text", lines: read.totalLines } };
 }

@@ -5,11 +5,17 @@ import type { TodoItem } from "../../store/store.js";
 import { renderTodos } from "./todo-read.js";
 
 const MAX_ITEMS = 200;
+/**
+ * One item is one line of a plan; these caps keep the whole list (stored, sent in
+ * todo.updated and returned to the model on every write) within ~210 KB.
+ */
+export const MAX_TODO_ID_CHARS = 100;
+export const MAX_TODO_CONTENT_CHARS = 1000;
 
 const Todo = Type.Object(
   {
-    id: Type.String({ minLength: 1, description: 'Stable identifier of the item, unique within the list (e.g. "1").' }),
-    content: Type.String({ minLength: 1, description: "What the task is, in one line." }),
+    id: Type.String({ minLength: 1, maxLength: MAX_TODO_ID_CHARS, description: 'Stable identifier of the item, unique within the list (e.g. "1").' }),
+    content: Type.String({ minLength: 1, maxLength: MAX_TODO_CONTENT_CHARS, description: `What the task is, in one line (at most ${MAX_TODO_CONTENT_CHARS} chars).` }),
     status: Type.Unsafe<TodoItem["status"]>({
       type: "string",
       enum: ["pending", "in_progress", "completed"],

@@ -80,8 +80,11 @@ export const webFetch = defineTool({
 });
 
 async function fetchText(url: URL, page: number, ctx: ToolContext) {
-  const cache = ctx.session.get(PAGE_CACHE_KEY, () => new PageCache());
-  let doc = cache.get(url.href, ctx.clock.now());
+  // One cache for the runtime, so its size bound holds however many sessions fetch; each
+  // session still only sees the pages it fetched itself.
+  const cache = ctx.runtime.get(PAGE_CACHE_KEY, () => new PageCache());
+  const key = `${ctx.sessionId} ${url.href}`;
+  let doc = cache.get(key, ctx.clock.now());
   const cached = doc !== undefined;
   if (!doc) {
     const response = await fetchChecked(url.href, ctx);
@@ -94,7 +97,7 @@ async function fetchText(url: URL, page: number, ctx: ToolContext) {
       bytes: response.body.length,
       text: converted.length > 0 ? converted : `(${response.finalUrl} returned no readable text — HTTP ${response.status}, ${response.body.length} bytes)`,
     };
-    cache.set(url.href, doc, ctx.clock.now());
+    cache.set(key, doc, ctx.clock.now());
   }
   return { output: renderPage(doc, page), details: { ...docDetails(doc), page, pages: pageCount(doc.text), cached } };
 }

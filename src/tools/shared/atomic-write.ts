@@ -11,13 +11,17 @@ export interface AtomicWriteOptions {
   createParents?: boolean;
 }
 
+/** Text is encoded and written this many chars at a time (at most 1 MB of UTF-8), not as one Buffer the size of the file. */
+export const WRITE_SLICE_CHARS = 256 * 1024;
+
 /**
- * Writes `data` to `target` so the destination is either untouched or fully replaced:
+ * Writes `data` (a string, a Buffer, or strings to write one after another) to `target` so
+ * the destination is either untouched or fully replaced:
  * a temp file opened exclusively (`wx`) in the same folder, full write, fsync, rename.
  * The temp file is removed on any failure, so a full disk leaves the old content and
  * no debris. `target` must already be the real path (symlinks resolved by the caller).
  */
-export async function atomicWrite(target: string, data: string | Buffer, options: AtomicWriteOptions = {}): Promise<void> {
+export async function atomicWrite(target: string, data: string | Buffer | readonly string[], options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(target);
   if (options.createParents ?? true) await mkdir(dir, { recursive: true }).catch((error) => rethrow(error, dir));
   const existing = await stat(target).catch(() => undefined);
@@ -27,7 +31,8 @@ export async function atomicWrite(target: string, data: string | Buffer, options
   let handle: FileHandle | undefined;
   try {
     handle = await open(temp, "wx", mode ?? 0o666);
-    await handle.writeFile(data);
+    if (Buffer.isBuffer(data)) await handle.writeFile(data);
+    else for (const part of typeof data === "string" ? [data] : data) await writeText(handle, part);
     // open() applies the umask; an existing file's mode must survive exactly.
     if (mode !== undefined) await handle.chmod(mode);
     await handle.sync();
@@ -40,6 +45,18 @@ export async function atomicWrite(target: string, data: string | Buffer, options
     rethrow(error, target);
   }
   await syncDir(dir);
+}
+
+/** `text` in slices of WRITE_SLICE_CHARS, never splitting a surrogate pair. */
+async function writeText(handle: FileHandle, text: string): Promise<void> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(text.length, start + WRITE_SLICE_CHARS);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end++;
+    const bytes = Buffer.from(text.slice(start, end), "utf8");
+    for (let written = 0; written < bytes.length; ) written += (await handle.write(bytes, written)).bytesWritten;
+    start = end;
+  }
 }
 
 /** Makes the rename durable; some file systems refuse fsync on a directory, which is fine. */

@@ -29,8 +29,8 @@ export async function prepareWrite(ctx: WriteContext, file: string): Promise<Pre
   return { ...target, stats };
 }
 
-/** Atomic write, then refresh both gates so the model's own write does not trip them. */
-export async function commitWrite(ctx: WriteContext, target: PreparedWrite, content: string): Promise<void> {
+/** Atomic write (of `content`, or of its parts one after another), then refresh both gates so the model's own write does not trip them. */
+export async function commitWrite(ctx: WriteContext, target: PreparedWrite, content: string | readonly string[]): Promise<void> {
   await atomicWrite(target.real, content, { mode: target.stats ? target.stats.mode & 0o7777 : undefined });
   const after = await stat(target.real);
   await recordRead(ctx, target.real, after.mtimeMs);

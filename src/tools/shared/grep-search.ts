@@ -5,6 +5,9 @@ import { ToolError } from "../../errors.js";
 import { walkFiles } from "./file-walk.js";
 import { RG_BASE_ARGS, runRipgrep, stripDotSlash } from "./ripgrep.js";
 import { splitLines } from "./text-view.js";
+import { GrepMatches, type GrepFile, type GrepLine } from "./grep-matches.js";
+
+export type { GrepFile, GrepLine } from "./grep-matches.js";
 
 export interface GrepQuery {
   /** Absolute folder the search runs from; result paths are relative to it. */
@@ -25,24 +28,21 @@ export interface GrepQuery {
   /** rg binary, or null for the pure-Node search. */
   rg: string | null;
   signal?: AbortSignal;
-  /** Stop collecting after this many characters of line text (result marked partial). */
+  /** Stop searching after this many characters of line text were found (result marked partial). */
   maxCollectChars: number;
-}
-
-export interface GrepLine {
-  n: number;
-  text: string;
-  match: boolean;
-}
-
-export interface GrepFile {
-  /** `/`-separated, relative to root. */
-  path: string;
-  lines: GrepLine[];
+  /** The answer's cap in chars: lines that could not fit in it are counted, not kept. */
+  keepChars: number;
+  /** Chars the answer adds before each result path. */
+  prefixChars?: number;
 }
 
 export interface GrepResult {
+  /** The lines the answer can show (see GrepMatches), files in path order. */
   files: GrepFile[];
+  /** Matching lines found, shown or not. */
+  matches: number;
+  /** Files with a line found, shown or not. */
+  fileCount: number;
   /** True when collection stopped at maxCollectChars. */
   partial: boolean;
 }
@@ -105,7 +105,8 @@ async function rgSearch(query: GrepQuery, binary: string): Promise<GrepResult> {
   for (const dir of query.skipDirs) args.push("--glob", `!${dir}`);
   args.push("--regexp", query.pattern, "--", query.file ?? ".");
 
-  const files = new Map<string, GrepFile>();
+  const found = new GrepMatches(query.keepChars, query.prefixChars);
+  const allowed = new Map<string, boolean>();
   let collected = 0;
   let partial = false;
   const result = await runRipgrep({
@@ -119,15 +120,15 @@ async function rgSearch(query: GrepQuery, binary: string): Promise<GrepResult> {
       const path = stripDotSlash(line.slice(0, nul));
       const head = /^(\d+)([:-])/.exec(line.slice(nul + 1, nul + 24));
       if (!head) return;
-      let file = files.get(path);
-      if (!file) {
-        if (query.isProtected(join(query.root, path))) return;
-        file = { path, lines: [] };
-        files.set(path, file);
+      let searchable = allowed.get(path);
+      if (searchable === undefined) {
+        searchable = !query.isProtected(join(query.root, path));
+        allowed.set(path, searchable);
       }
+      if (!searchable) return;
       let text = line.slice(nul + 1 + head[0].length);
       if (text.endsWith("\r")) text = text.slice(0, -1);
-      file.lines.push({ n: Number(head[1]), text, match: head[2] === ":" });
+      found.add(path, Number(head[1]), text, head[2] === ":");
       collected += text.length + path.length + 8;
       if (collected > query.maxCollectChars) {
         partial = true;
@@ -135,14 +136,14 @@ async function rgSearch(query: GrepQuery, binary: string): Promise<GrepResult> {
       }
     },
   });
-  if (result.code === 2 && files.size === 0 && !result.stopped) {
+  if (result.code === 2 && found.fileCount === 0 && !result.stopped) {
     const message = result.stderr.trim();
     if (/regex parse error|error parsing regex|unclosed|unrecognized escape/i.test(message)) {
       throw new ToolError("VALIDATION_ERROR", `Invalid regular expression "${query.pattern}": ${message}. Fix the pattern, or set fixed_strings to search for it literally.`);
     }
     if (message) throw new ToolError("TOOL_ERROR", `rg failed: ${message.split("\n")[0]}`);
   }
-  return { files: [...files.values()], partial };
+  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial };
 }
 
 async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
@@ -156,7 +157,7 @@ async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
   }
   paths = paths.filter((path) => !query.isProtected(join(query.root, path)));
 
-  const found: GrepFile[] = [];
+  const found = new GrepMatches(query.keepChars, query.prefixChars);
   let collected = 0;
   let partial = false;
   // Synchronous reads in small batches: about twice as fast as fs.promises.readFile for
@@ -167,12 +168,13 @@ async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
     const buffer = readQuietly(join(query.root, path));
     if (!buffer || buffer.includes(0)) continue; // unreadable or binary, as rg skips it
     const lines = searchLines(splitLines(buffer.toString("utf8")), regex, query.context);
-    if (lines.length === 0) continue;
-    found.push({ path, lines });
-    for (const line of lines) collected += line.text.length + path.length + 8;
+    for (const line of lines) {
+      found.add(path, line.n, line.text, line.match);
+      collected += line.text.length + path.length + 8;
+    }
     if (collected > query.maxCollectChars) partial = true;
   }
-  return { files: found, partial };
+  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial };
 }
 
 /** `*.ts` matches a file name at any depth (as rg and grep --include do); `src/*.ts` a relative path. */

@@ -6,6 +6,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { VeilError } from "../../errors.js";
 import type { Disposable } from "../types.js";
+import { readSlice } from "./memory-scan.js";
 
 /**
  * Memory files: path resolution that cannot escape the memory folder, the entry
@@ -178,6 +179,9 @@ export type AppendResult =
   | { status: "skipped_duplicate"; filePath: string }
   | { status: "written" | "appended"; filePath: string; timestamp: string };
 
+/** Read past the new entry's own length when looking for a duplicate of it (blank lines, a CR per line). */
+const DEDUP_SLACK_BYTES = 4096;
+
 /**
  * Appends `content` (already trimmed, non-empty) as a new entry unless it equals
  * the last entry byte for byte. Runs under the cross-process lock; callers add the
@@ -185,18 +189,21 @@ export type AppendResult =
  */
 export async function appendMemoryEntry(path: string, content: string, timestamp: string): Promise<AppendResult> {
   await mkdir(dirname(path), { recursive: true });
+  const entry = formatEntry(timestamp, content);
   return withFileLock(path, async () => {
-    const existing = (await readMemoryFile(path)) ?? "";
+    // Only the end of the file can hold an entry equal to this one: read that much, not the whole file.
+    const tail = (await readSlice(path, Buffer.byteLength(entry) + DEDUP_SLACK_BYTES)) ?? { text: "", fromStart: true, size: 0 };
+    const existing = tail.text;
     const last = lastEntry(existing);
-    if (last && last.content === content) return { status: "skipped_duplicate", filePath: path };
-    const separator = existing.length === 0 || existing.endsWith("\n\n") ? "" : existing.endsWith("\n") ? "\n" : "\n\n";
+    if (last && last.content === content && (tail.fromStart || last.timestamp !== null)) return { status: "skipped_duplicate", filePath: path };
+    const separator = tail.size === 0 || existing.endsWith("\n\n") ? "" : existing.endsWith("\n") ? "\n" : "\n\n";
     const handle = await open(path, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT, 0o644);
     try {
-      await handle.write(separator + formatEntry(timestamp, content));
+      await handle.write(separator + entry);
     } finally {
       await handle.close();
     }
-    return { status: existing.trim().length === 0 ? "written" : "appended", filePath: path, timestamp };
+    return { status: tail.fromStart && existing.trim().length === 0 ? "written" : "appended", filePath: path, timestamp };
   });
 }
 

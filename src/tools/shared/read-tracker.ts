@@ -1,7 +1,8 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { ToolError } from "../../errors.js";
 import type { Disposable, ToolContext } from "../types.js";
-import { renderLines, splitLines } from "./text-view.js";
+import { CHAR_CAP, DEFAULT_READ_LINES, renderLines } from "./text-view.js";
+import { readLineWindow } from "./line-window.js";
 
 /** Session resource key for the in-memory mtime snapshots. */
 export const READ_TRACKER_KEY = "files.readTracker";
@@ -58,11 +59,11 @@ export async function checkWriteGate(ctx: Pick<ToolContext, "session" | "readMar
   }
   const current = await stat(realPath);
   if (Math.abs(current.mtimeMs - recorded) > MTIME_FUZZ_MS) {
-    const text = await readFile(realPath, "utf8");
-    const lines = splitLines(text);
+    // Read as read_file shows it by default (2000 lines, 30,000 chars): only that much is held.
+    const read = await readLineWindow(realPath, { first: 1, last: DEFAULT_READ_LINES, keepChars: CHAR_CAP.max });
     // The model now sees the current version, so its next edit (based on it) may go through.
     await recordRead(ctx, realPath, current.mtimeMs);
-    const body = lines.length === 0 || text.trim() === "" ? "(the file is now empty)" : renderLines(lines);
+    const body = read.totalLines === 0 || read.blank ? "(the file is now empty)" : renderLines(read.lines, {}, read.totalLines);
     throw new ToolError(
       "FILE_CHANGED",
       `File changed on disk since you last read it: ${shown}. Nothing was written. Its current content is below; base your change on it.\n\n${body}`,

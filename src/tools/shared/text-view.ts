@@ -5,9 +5,15 @@ export const DEFAULT_READ_LINES = 2000;
 /** One very long line (minified code) is cut so it cannot eat the whole budget. */
 export const MAX_LINE_CHARS = 2000;
 
-/** `   1 | text`: read_file's line-numbered form; tabs stay real tabs. */
-export function numberLine(lineNumber: number, text: string): string {
-  const shown = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line truncated: ${text.length} chars]` : text;
+/** A line as a reader kept it: its first chars (at least MAX_LINE_CHARS of them when it is longer) and its full length. */
+export interface ShownLine {
+  text: string;
+  chars: number;
+}
+
+/** `   1 | text`: read_file's line-numbered form; tabs stay real tabs. `chars`: the line's full length, when `text` is only its start. */
+export function numberLine(lineNumber: number, text: string, chars = text.length): string {
+  const shown = chars > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line truncated: ${chars} chars]` : text;
   return `${String(lineNumber).padStart(4)} | ${shown}`;
 }
 
@@ -41,7 +47,13 @@ export const CHAR_CAP: OutputCap = { max: MAX_OUTPUT_CHARS, measure: (text) => t
  * Renders lines as read_file does: numbered, 2000-line default with read_file's footer
  * when neither offset nor limit is given, and a line-aware size cap (`cap`) with its own footer.
  */
-export function renderLines(lines: string[], window: TextWindow = {}, totalLines = lines.length, firstLineNumber = 1, cap: OutputCap = CHAR_CAP): string {
+export function renderLines(
+  lines: readonly (string | ShownLine)[],
+  window: TextWindow = {},
+  totalLines = lines.length,
+  firstLineNumber = 1,
+  cap: OutputCap = CHAR_CAP,
+): string {
   const explicit = window.offset !== undefined || window.limit !== undefined;
   const start = Math.max(1, window.offset ?? 1);
   const count = window.limit ?? (explicit ? Number.POSITIVE_INFINITY : DEFAULT_READ_LINES);
@@ -53,7 +65,8 @@ export function renderLines(lines: string[], window: TextWindow = {}, totalLines
   let size = 0;
   let lastShown = start - 1;
   for (let n = start; n <= end; n++) {
-    const line = numberLine(n, lines[n - firstLineNumber] ?? "");
+    const kept = lines[n - firstLineNumber] ?? "";
+    const line = typeof kept === "string" ? numberLine(n, kept) : numberLine(n, kept.text, kept.chars);
     const lineSize = cap.measure(line) + 1;
     if (size + lineSize > cap.max && out.length > 0) break;
     out.push(line);
@@ -86,4 +99,18 @@ export function formatSize(bytes: number): string {
 /** NUL in the first 8 KB, the same sniff git uses. */
 export function looksBinary(head: Buffer): boolean {
   return head.subarray(0, 8192).includes(0);
+}
+
+/**
+ * UTF-16 length of the UTF-8 text in `bytes`, without decoding it: one unit per lead
+ * byte, two for 4-byte sequences (astral characters). Used for text past a cap, where
+ * decoding a gigabyte just to count it would cost time and garbage.
+ */
+export function utf16Length(bytes: Uint8Array): number {
+  let units = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if ((b & 0xc0) !== 0x80) units += b >= 0xf0 ? 2 : 1;
+  }
+  return units;
 }

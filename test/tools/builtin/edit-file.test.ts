@@ -34,6 +34,49 @@ describe("edit_file", () => {
     expect(readFileSync(file, "utf8")).toBe("x\nbar\ny\nbar\nbar\n");
   });
 
+  it("refuses an old_string found a million times by listing the first 20 lines, without numbering every occurrence", async () => {
+    const file = await withRead({ "a.txt": "a\n".repeat(1_000_000) }, "a.txt");
+    const result = await harness.call(editFile, { file, old_string: "a", new_string: "b" });
+    const first20 = Array.from({ length: 20 }, (_, i) => i + 1).join(", ");
+    expect(result.output).toMatch(new RegExp(`^Error: MATCH_NOT_UNIQUE — old_string appears 1000000 times in .* \\(lines ${first20}, …\\)`));
+    const all = await harness.call(editFile, { file, old_string: "a", new_string: "b", replace_all: true });
+    expect(all.output).toMatch(/: 1000000 replacements\./);
+    expect(readFileSync(file, "utf8")).toBe("b\n".repeat(1_000_000));
+  });
+
+  it("confirms with the same snippet wherever the edit falls (first lines, last lines, multi-line, CRLF)", async () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `line ${i + 1} text`);
+    const cases: [string, string, string][] = [
+      [lines.join("\n"), "line 1 text", "first\nline"],
+      [lines.join("\n"), "line 2 text", "second"],
+      [lines.join("\n") + "\n", "line 40 text", "last\nand more\nlines"],
+      [lines.join("\n"), "line 20 text\nline 21 text", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn"],
+      [lines.join("\r\n") + "\r\n", "line 39 text\nline 40 text", "x\ny"],
+      ["only line", "only", "just one"],
+    ];
+    for (const [before, oldString, newString] of cases) {
+      const file = await withRead({ "f.txt": before }, "f.txt");
+      const result = await harness.call(editFile, { file, old_string: oldString, new_string: newString });
+      const after = readFileSync(file, "utf8");
+      // The snippet as read_file numbers the edited file: from 2 lines before the edit to 2 after it, at most 12 lines.
+      const crlf = before.includes("\r\n") && !before.includes(oldString);
+      const inserted = crlf ? newString.replace(/\n/g, "\r\n") : newString;
+      const at = after.indexOf(inserted);
+      const all = after.split("\n").map((line) => line.replace(/\r$/, ""));
+      if (after.endsWith("\n")) all.pop();
+      const first = after.slice(0, at).split("\n").length;
+      const last = first + inserted.split("\n").length - 1 - (inserted.endsWith("\n") ? 1 : 0);
+      const from = first - 2;
+      const to = Math.min(last + 2, from + 11);
+      const expected = all
+        .map((line, i) => `${String(i + 1).padStart(4)} | ${line}`)
+        .slice(Math.max(0, from - 1), to)
+        .join("\n");
+      expect(result.output, JSON.stringify([oldString, newString])).toBe(`Edited ${file}: 1 replacement.\n${expected}`);
+      await harness.close();
+    }
+  });
+
   it("explains a miss with the closest region, line-numbered, and a whitespace hint", async () => {
     const file = await withRead({ "a.py": "def f():\n\treturn 1\n\ndef g():\n\treturn 2\n" }, "a.py");
     const result = await harness.call(editFile, { file, old_string: "def g():\n    return 2", new_string: "def g():\n    return 3" });

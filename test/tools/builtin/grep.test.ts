@@ -95,6 +95,23 @@ describe("grep", () => {
     expect(result.output).toMatch(/\[Output truncated at 30000 chars: showing \d+ of 3000 matching lines in 1 files\./);
   });
 
+  it("shows the first files in path order up to the cap and counts every match of a search that matches everything", async () => {
+    const files: Record<string, string> = {};
+    for (let f = 0; f < 200; f++) files[`tree/d${f % 9}/f${String(f).padStart(3, "0")}.txt`] = Array.from({ length: 50 }, (_, n) => `row ${n + 1} ${"q".repeat(30)}`).join("\n");
+    harness = await createToolHarness({ files });
+    const expected = Object.keys(files)
+      .sort()
+      .flatMap((path) => Array.from({ length: 50 }, (_, n) => `${path}:${n + 1}:row ${n + 1} ${"q".repeat(30)}`));
+    for (const services of [{}, FALLBACK]) {
+      const result = await harness.call(grep, { pattern: ".", path: "tree", recursive: true }, services);
+      const [body, footer] = result.output.split("\n\n");
+      const shown = body!.split("\n");
+      expect(shown).toEqual(expected.slice(0, shown.length));
+      expect(body!.length + 1 + expected[shown.length]!.length + 1).toBeGreaterThan(30_000);
+      expect(footer).toBe(`[Output truncated at 30000 chars: showing ${shown.length} of 10000 matching lines in 200 files. Narrow the pattern, path or include glob.]`);
+    }
+  });
+
   it("gives the same output with rg and with the pure-Node search", async () => {
     harness = await createToolHarness({ files: CORPUS });
     harness.ws.symlink("src/link.ts", harness.ws.path("top.ts"));

@@ -47,6 +47,23 @@ describe("list_dir", () => {
     expect(result.output).toContain("(Listing cut at 1000 entries.");
   });
 
+  it("shows the first 1000 of a huge folder in listing order, reading it as a stream (folders first, then by name)", async () => {
+    harness = await createToolHarness();
+    mkdirSync(harness.ws.path("huge"));
+    // More than the entries the reader keeps between two sorts, in no particular order on disk.
+    const names = Array.from({ length: 7000 }, (_, i) => `n${String((i * 7919) % 7000).padStart(4, "0")}`);
+    for (const [i, name] of names.entries()) {
+      if (i % 100 === 0) mkdirSync(harness.ws.path("huge", `d-${name}`));
+      else writeFileSync(harness.ws.path("huge", name), "");
+    }
+    const result = await harness.call(listDir, { dir: "huge" });
+    const lines = result.output.split("\n").slice(1, 1001);
+    const dirs = names.filter((_, i) => i % 100 === 0).map((name) => `d-${name}/`).sort();
+    const files = names.filter((_, i) => i % 100 !== 0).sort().map((name) => `${name}  (0 B)`);
+    expect(lines).toEqual([...dirs, ...files].slice(0, 1000));
+    expect(result.output.endsWith("(Listing cut at 1000 entries. List a subdirectory, or use glob to narrow it down.)")).toBe(true);
+  });
+
   it("answers FILE_NOT_FOUND and NOT_A_DIRECTORY", async () => {
     harness = await createToolHarness({ files: { "a.txt": "a" } });
     expect((await harness.call(listDir, { dir: "nope" })).output).toMatch(/^Error: FILE_NOT_FOUND — No such directory/);

@@ -1,4 +1,5 @@
-import { appendFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatEntry, writeMemoryFileAtomic } from "../../../src/tools/shared/memory-files.js";
 import { memorySearch, MemoryIndexCache } from "../../../src/tools/builtin/memory-search.js";
@@ -108,5 +109,28 @@ describe("memory_search", () => {
     const { output } = await harness.call(memorySearch, { query: "walruses" });
     expect(ranked(output)).toEqual([facts[5]]);
     expect(output).toContain(`${facts[5]}\n\nand also walruses`);
+  });
+
+  it("keeps indexes of at most its byte cap of files, least recently searched first out; a bigger file is not kept", async () => {
+    harness = await createToolHarness();
+    const dir = join(harness.ws.root, "mem");
+    mkdirSync(dir);
+    const file = (name: string, bytes: number) => {
+      const path = join(dir, name);
+      writeFileSync(path, formatEntry("2026-01-01T00:00:00.000Z", `${name} ${"w ".repeat(bytes / 2)}`));
+      return path;
+    };
+    const [a, b, c] = [file("a", 400), file("b", 400), file("c", 2000)];
+    const cache = new MemoryIndexCache(1000);
+    await cache.load(a);
+    await cache.load(b);
+    expect([cache.has(a), cache.has(b)]).toEqual([true, true]);
+    await cache.load(a); // a is now the most recent
+    await cache.load(file("d", 400));
+    expect([cache.has(a), cache.has(b), cache.cachedBytes <= 1000]).toEqual([true, false, true]);
+    const big = await cache.load(c);
+    expect(big!.entries[0]!.content.startsWith("c ")).toBe(true);
+    expect(cache.has(c)).toBe(false);
+    expect(cache.cachedBytes).toBeLessThanOrEqual(1000);
   });
 });

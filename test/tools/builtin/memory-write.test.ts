@@ -1,10 +1,11 @@
-import { readFileSync, existsSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/base/clock.js";
 import { Resources } from "../../../src/core/resources.js";
-import { parseEntries } from "../../../src/tools/shared/memory-files.js";
-import { memoryWrite } from "../../../src/tools/builtin/memory-write.js";
+import { formatEntry, parseEntries } from "../../../src/tools/shared/memory-files.js";
+import { MAX_MEMORY_ENTRY_CHARS, memoryWrite } from "../../../src/tools/builtin/memory-write.js";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";
 
 let harness: ToolHarness;
@@ -116,5 +117,30 @@ describe("memory_write", () => {
     const result = await harness.call(memoryWrite, { content: "x", scope: "team" });
     expect(result.success).toBe(false);
     expect(result.output).toMatch(/^Error: VALIDATION_ERROR — .*scope/);
+  });
+
+  it("refuses an entry longer than one memory_read answer, writing nothing", async () => {
+    harness = await createToolHarness();
+    const result = await harness.call(memoryWrite, { content: "x".repeat(MAX_MEMORY_ENTRY_CHARS + 1) });
+    expect(result.output).toBe(
+      `Error: VALIDATION_ERROR — content is ${MAX_MEMORY_ENTRY_CHARS + 1} chars; one memory entry holds at most ${MAX_MEMORY_ENTRY_CHARS}. Keep the fact short, split it into several entries, or write the detail to a file and remember its path.`,
+    );
+    expect(existsSync(agentFile(harness))).toBe(false);
+    expect(JSON.parse((await harness.call(memoryWrite, { content: "y".repeat(MAX_MEMORY_ENTRY_CHARS) })).output).status).toBe("written");
+  });
+
+  it("checks for a repeat by reading only the file's end: a file longer than any string still takes entries", async () => {
+    harness = await createToolHarness();
+    const file = agentFile(harness);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, formatEntry("2026-01-01T00:00:00.000Z", "the first fact"));
+    const fd = openSync(file, "r+");
+    ftruncateSync(fd, 600 * 1024 * 1024); // a hole past V8's longest string: reading the file whole fails
+    closeSync(fd);
+    appendFileSync(file, `\n\n${formatEntry("2026-01-02T00:00:00.000Z", "the last fact")}`);
+    expect(JSON.parse((await harness.call(memoryWrite, { content: "the last fact" })).output).status).toBe("skipped_duplicate");
+    const size = statSync(file).size;
+    expect(JSON.parse((await harness.call(memoryWrite, { content: "the first fact" })).output).status).toBe("appended");
+    expect(statSync(file).size).toBe(size + Buffer.byteLength(formatEntry("2026-01-02T00:00:00.000Z", "the first fact")));
   });
 });

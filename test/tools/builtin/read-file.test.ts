@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, ftruncateSync, mkdirSync, openSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";
 import { readFile } from "../../../src/tools/builtin/read-file.js";
 import { READ_TRACKER_KEY, type ReadTracker } from "../../../src/tools/shared/read-tracker.js";
@@ -181,5 +181,21 @@ describe("read_file", () => {
     expect(body.split("\n")).toHaveLength(shown);
     const next = await harness.call(readFile, { file: "wide.txt", offset: shown + 1, limit: 5 });
     expect(next.output.startsWith(`${String(shown + 1).padStart(4)} | ${line}`)).toBe(true);
+  });
+
+  it("answers a file with a line longer than any string (a sparse file's hole) with the line cut, instead of crashing", async () => {
+    harness = await createToolHarness({ files: { "sparse.log": "first line\n".repeat(800) } }); // 8,800 bytes of text, then the hole
+    const fd = openSync(harness.ws.path("sparse.log"), "r+");
+    ftruncateSync(fd, 600 * 1024 * 1024);
+    closeSync(fd);
+    const result = await harness.call(readFile, { file: "sparse.log", offset: 800, limit: 1_000_000_000 });
+    const hole = 600 * 1024 * 1024 - 8800;
+    expect(result.output).toBe(` 800 | first line\n 801 | ${"\0".repeat(2000)}… [line truncated: ${hole} chars]`);
+  });
+
+  it("cuts a line of a small file the same way as one of a big file", async () => {
+    harness = await createToolHarness({ files: { "min.js": `${"x".repeat(5000)}\nshort\n` } });
+    const result = await harness.call(readFile, { file: "min.js" });
+    expect(result.output).toBe(`   1 | ${"x".repeat(2000)}… [line truncated: 5000 chars]\n   2 | short`);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { todoWrite } from "../../../src/tools/builtin/todo-write.js";
+import { MAX_TODO_CONTENT_CHARS, MAX_TODO_ID_CHARS, todoWrite } from "../../../src/tools/builtin/todo-write.js";
 import { createToolHarness, type ToolHarness } from "../../helpers/tool-context.js";
 
 let harness: ToolHarness;
@@ -70,5 +70,19 @@ describe("todo_write", () => {
     const result = await harness.call(todoWrite, { todos: [item] });
     expect(result.success).toBe(false);
     expect(result.output).toMatch(new RegExp(`^Error: VALIDATION_ERROR — .*${field}`));
+  });
+
+  it("refuses items past the size caps (the list is returned, stored and sent whole on every write), keeping the old list", async () => {
+    harness = await createToolHarness();
+    await harness.call(todoWrite, { todos });
+    const long = await harness.call(todoWrite, { todos: [{ id: "1", content: "x".repeat(MAX_TODO_CONTENT_CHARS + 1), status: "pending", priority: "low" }] });
+    expect(long.output).toMatch(/^Error: VALIDATION_ERROR — .*content.*1000/);
+    const longId = await harness.call(todoWrite, { todos: [{ id: "i".repeat(MAX_TODO_ID_CHARS + 1), content: "x", status: "pending", priority: "low" }] });
+    expect(longId.output).toMatch(/^Error: VALIDATION_ERROR — .*id.*100/);
+    expect(await harness.store.getTodos(harness.sessionId)).toEqual(todos);
+    const widest = Array.from({ length: 200 }, (_, i) => ({ id: String(i).padStart(MAX_TODO_ID_CHARS, "0"), content: "y".repeat(MAX_TODO_CONTENT_CHARS), status: "pending", priority: "low" }));
+    const full = await harness.call(todoWrite, { todos: widest });
+    expect(full.success).toBe(true);
+    expect(full.output.length).toBeLessThan(256 * 1024);
   });
 });

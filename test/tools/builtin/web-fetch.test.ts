@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/base/clock.js";
 import { webFetch, PAGE_SIZE } from "../../../src/tools/builtin/web-fetch.js";
 import { SelfAddress } from "../../../src/tools/services.js";
+import type { PageCache } from "../../../src/tools/shared/web/page-cache.js";
 import type { Settings } from "../../../src/config/types.js";
 import { createToolHarness, type HarnessOptions, type ToolHarness } from "../../helpers/tool-context.js";
 import { startLoopback, type Loopback } from "../shared/web/loopback-server.js";
@@ -101,6 +102,21 @@ describe("web_fetch text mode", () => {
     const bodyLast = last.output.slice(last.output.indexOf("]\n\n") + 3, last.output.lastIndexOf("\n\n["));
     expect(body1 + body2).toContain("Paragraph 1000 ");
     expect(bodyLast).toContain("Paragraph 2599 ");
+  });
+
+  it("keeps one page cache for the runtime: each session sees its own pages, all sessions' pages together stay under one bound", async () => {
+    await withLoopback();
+    const fetches = () => server.requests.filter((r) => r.url.startsWith("/big?")).length;
+    const before = fetches();
+    for (let i = 0; i < 300; i++) await harness.call(webFetch, { url: server.url(`/big?n=${i}`) }, { sessionId: `sess_${i}` });
+    const cache = harness.runtimeResources.peek<PageCache>("web_fetch.pages")!;
+    expect(cache.size).toBeLessThanOrEqual(64);
+    expect(harness.sessionResources.peek("web_fetch.pages")).toBeUndefined();
+    // Another session asking for a page already cached for one fetches it itself.
+    const mine = await harness.call(webFetch, { url: server.url("/big?n=299"), page: 2 }, { sessionId: "sess_299" });
+    const theirs = await harness.call(webFetch, { url: server.url("/big?n=299"), page: 2 }, { sessionId: "sess_other" });
+    expect([mine.details?.cached, theirs.details?.cached]).toEqual([true, false]);
+    expect(fetches() - before).toBe(301);
   });
 
   it("refuses a page beyond the last with a clear error", async () => {

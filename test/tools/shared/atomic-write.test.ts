@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { atomicWrite } from "../../../src/tools/shared/atomic-write.js";
+import { atomicWrite, WRITE_SLICE_CHARS } from "../../../src/tools/shared/atomic-write.js";
 import { isVeilError } from "../../../src/errors.js";
 
 let dir: string;
@@ -75,5 +75,16 @@ describe("atomicWrite on a full disk", () => {
     expect(isVeilError(error) && error.message).toMatch(/No space left/);
     expect(readFileSync(file, "utf8")).toBe("precious");
     expect(tempFiles(mount)).toEqual([]);
+  });
+
+  it("writes text in slices without splitting a character, and parts one after another", async () => {
+    dir = mkdtempSync(join(tmpdir(), "veil-aw-"));
+    const file = join(dir, "astral.txt");
+    // 1 + 2 × 400,000 UTF-16 units: the slice boundaries fall inside surrogate pairs.
+    const text = `a${"😀".repeat(400_000)}`;
+    await atomicWrite(file, text);
+    expect(readFileSync(file, "utf8")).toBe(text);
+    await atomicWrite(file, ["one ", "😀".repeat(WRITE_SLICE_CHARS), "", " three"]);
+    expect(readFileSync(file, "utf8")).toBe(`one ${"😀".repeat(WRITE_SLICE_CHARS)} three`);
   });
 });

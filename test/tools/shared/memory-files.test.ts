@@ -196,10 +196,10 @@ describe("reading and writing", () => {
   });
 });
 
-/** Transpiles memory-files.ts and errors.ts so a plain `node` child can import them. */
+/** Transpiles memory-files.ts and what it imports so a plain `node` child can import them. */
 function compileForChild(outDir: string): string {
   const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-  for (const rel of ["src/errors.ts", "src/tools/shared/memory-files.ts"]) {
+  for (const rel of ["src/errors.ts", "src/tools/shared/memory-files.ts", "src/tools/shared/memory-scan.ts", "src/tools/shared/text-view.ts", "src/tools/shared/truncate.ts"]) {
     const source = readFileSync(join(root, rel), "utf8");
     const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
     const target = join(outDir, rel.replace(/\.ts$/, ".js"));

@@ -1,25 +1,12 @@
 import { StringDecoder } from "node:string_decoder";
 import type { Clock } from "../../../base/clock.js";
 import { MAX_OUTPUT_CHARS, truncationFooter } from "../truncate.js";
+import { utf16Length } from "../text-view.js";
 
 /** How long live output is coalesced before one `tool.chunk` goes out. */
 export const CHUNK_INTERVAL_MS = 50;
 /** A pending chunk this large is sent at once, without waiting for the interval. */
 export const CHUNK_FLUSH_CHARS = 8_192;
-
-/**
- * UTF-16 length of the UTF-8 text in `bytes`, without decoding it: one unit per lead
- * byte, two for 4-byte sequences (astral characters). Used for output past the cap,
- * where decoding a gigabyte just to count it would cost time and garbage.
- */
-export function utf16Length(bytes: Uint8Array): number {
-  let units = 0;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i]!;
-    if ((b & 0xc0) !== 0x80) units += b >= 0xf0 ? 2 : 1;
-  }
-  return units;
-}
 
 export interface CapturedOutput {
   /** The first `max` chars (all of them when not truncated). */

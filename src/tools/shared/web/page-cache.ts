@@ -11,12 +11,14 @@ export interface CachedDocument {
 }
 
 export const PAGE_CACHE_TTL_MS = 10 * 60_000;
-const MAX_ENTRIES = 16;
+const MAX_ENTRIES = 64;
+/** About 48 MB of text: ten documents of the largest size web_fetch downloads by default. */
 const MAX_TOTAL_CHARS = 24_000_000;
 
 /**
- * Converted documents by key, for one session: entries expire after the TTL and the
- * least recently used go first when the count or the total size is over its bound.
+ * Converted documents by key, for a whole runtime (keys name the session): entries expire
+ * after the TTL and the least recently used go first when the count or the total size is
+ * over its bound.
  */
 export class PageCache implements Disposable {
   private readonly entries = new Map<string, { doc: CachedDocument; storedAt: number }>();
@@ -53,6 +55,11 @@ export class PageCache implements Disposable {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Chars of text held. */
+  get chars(): number {
+    return this.totalChars;
   }
 
   private remove(key: string): void {

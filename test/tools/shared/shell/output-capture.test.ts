@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../../src/base/clock.js";
-import { ChunkThrottle, OutputCapture, renderCaptured, utf16Length } from "../../../../src/tools/shared/shell/output-capture.js";
+import { ChunkThrottle, OutputCapture, renderCaptured } from "../../../../src/tools/shared/shell/output-capture.js";
+import { utf16Length } from "../../../../src/tools/shared/text-view.js";
 
 describe("utf16Length", () => {
   it("counts UTF-16 units of UTF-8 bytes without decoding", () => {
