@@ -30,6 +30,15 @@ const io: CliIo = {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString("utf8");
   },
+  ask: async (question) => {
+    const { createInterface } = await import("node:readline/promises");
+    const lines = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+    try {
+      return await lines.question(question);
+    } finally {
+      lines.close();
+    }
+  },
 };
 
 // `veil tools | head`: a reader that goes away is not an error.

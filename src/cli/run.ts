@@ -4,6 +4,7 @@ import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import { UsageError, commandUsage, type RunCommand } from "./args.js";
+import { answerApprovals } from "./approval-prompt.js";
 import { cliLogger, paintFor, type CliIo, type Paint } from "./terminal.js";
 
 export type { CliIo } from "./terminal.js";
@@ -22,8 +23,10 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
     await runtime.sessions.checkModelReady(session, command.model);
     const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
     const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
+    const stopAnswering = answerApprovals(runtime, io);
     const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
     const result = await receipt.result;
+    stopAnswering();
     unsubscribe();
     if (!command.json) (renderer as Renderer).finish();
     if (result.stopReason === "error") {

@@ -11,6 +11,8 @@ export interface CliIo {
   stdinIsTTY?: boolean;
   /** The whole of stdin (for `veil run -` and piped prompts). */
   readStdin?: () => Promise<string>;
+  /** Asks one question on the terminal and resolves with the line typed (approvals of `veil run`). */
+  ask?: (question: string) => Promise<string>;
 }
 
 export interface Paint {
