@@ -66,6 +66,10 @@ export const ERROR_STATUS = {
   FETCH_ERROR: 502,
   FETCH_BLOCKED: 403,
   SEARCH_ERROR: 502,
+  /** sandbox.mode "required" and no working sandbox: the bash or custom-tool call ran nothing. */
+  SANDBOX_UNAVAILABLE: 503,
+  /** A tool call that needed approval was denied (by a person, a timeout or a cancel). */
+  DENIED: 403,
   OUTPUT_TRUNCATED: 400,
 } as const;
 

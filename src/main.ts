@@ -35,6 +35,15 @@ const io: CliIo = {
     return () => void process.off("SIGINT", handler);
   },
   exit: (code) => process.exit(code),
+  ask: async (question) => {
+    const { createInterface } = await import("node:readline/promises");
+    const lines = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+    try {
+      return await lines.question(question);
+    } finally {
+      lines.close();
+    }
+  },
 };
 
 // `veil tools | head`: a reader that goes away is not an error.

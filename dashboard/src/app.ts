@@ -10,6 +10,7 @@ import { SessionsView, type SessionRow } from "./sessions-view.js";
 import { sidebarControls } from "./sidebar-controls.js";
 import { LiveStream } from "./stream.js";
 import { themeToggle } from "./theme.js";
+import { sandboxBadge } from "./sandbox-badge.js";
 
 export interface AppHandle {
   stop(): void;
@@ -66,7 +67,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     (filter) => sessions.setFilter(filter),
   );
   root.replaceChildren(
-    topbar(connection.el, signOut),
+    topbar(connection.el, sandboxBadge(api), signOut),
     h("div", { class: "layout" }, h("nav", { class: "sidebar", "aria-label": "Sessions" }, controls, sessions.el), h("main", { class: "main" }, head.el, chat.el), panels.el),
     dialogs.el,
   );
@@ -95,7 +96,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   };
 }
 
-function topbar(connection: HTMLElement, signOut: () => void): HTMLElement {
+function topbar(connection: HTMLElement, sandbox: HTMLElement, signOut: () => void): HTMLElement {
   const toggle = (cls: string) => () => document.body.classList.toggle(cls);
   return h(
     "header",
@@ -103,6 +104,7 @@ function topbar(connection: HTMLElement, signOut: () => void): HTMLElement {
     h("button", { type: "button", class: "only-narrow", "aria-label": "Open the session list", onclick: toggle("show-sidebar") }, "☰"),
     h("span", { class: "brand" }, "Veil"),
     connection,
+    sandbox,
     h("span", { class: "spacer" }),
     h("button", { type: "button", class: "only-narrow", onclick: toggle("show-panels") }, "Details"),
     themeToggle(),

@@ -1,7 +1,8 @@
 /**
  * Remote methods (the manual's "Remote Method Execution"): every `method.pending`
  * opens a dialog — `confirm` asks yes/no, `user-dialog` and `ask_user` take a text
- * answer, anything else shows its JSON data and takes a JSON answer. The first answer
+ * answer, `tool_approval` shows the tool call waiting to run with Approve / Deny (and an
+ * optional reason), anything else shows its JSON data and takes a JSON answer. The first answer
  * from any tab wins; `method.done` closes the dialog everywhere else.
  */
 import { ApiError, type Api } from "./api.js";
@@ -17,6 +18,37 @@ interface Pending {
 }
 
 const TEXT_METHODS = new Set(["user-dialog", "ask_user"]);
+/** A tool call waiting for a person (`data: { toolName, toolInput, toolCallId }`). */
+const APPROVAL = "tool_approval";
+
+function heading(method: Pending): string {
+  if (method.method === APPROVAL) {
+    const tool = (method.data as { toolName?: unknown } | null)?.toolName;
+    return `Run ${typeof tool === "string" ? tool : "this tool"}?`;
+  }
+  return method.method === "confirm" ? "Confirm" : TEXT_METHODS.has(method.method) ? "The agent asks" : `Remote method “${method.method}”`;
+}
+
+/** Approve runs the call; Deny answers the model with the reason typed (or a default one). */
+function approvalBody(answer: (result: unknown) => Promise<void>): HTMLElement[] {
+  const reason = h("input", { type: "text", testid: "approval-reason", "aria-label": "Reason (optional, sent to the agent when you deny)", placeholder: "Reason to deny (optional)" });
+  const deny = () => answer({ approved: false, reason: reason.value.trim() || "denied in the dashboard" });
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      void deny();
+    }
+  });
+  return [
+    reason,
+    h(
+      "div",
+      { class: "row end" },
+      h("button", { type: "button", testid: "approval-deny", onclick: deny }, "Deny"),
+      h("button", { type: "button", testid: "approval-approve", class: "primary", onclick: () => answer({ approved: true }) }, "Approve"),
+    ),
+  ];
+}
 
 export class RemoteDialogs {
   readonly el: HTMLElement;
@@ -77,7 +109,9 @@ export class RemoteDialogs {
       }
     };
     let body: HTMLElement[];
-    if (method.method === "confirm") {
+    if (method.method === APPROVAL) {
+      body = approvalBody(answer);
+    } else if (method.method === "confirm") {
       body = [h("div", { class: "row end" }, h("button", { type: "button", onclick: () => answer(false) }, "No"), h("button", { type: "button", testid: "remote-answer", class: "primary", onclick: () => answer(true) }, "Yes"))];
     } else if (TEXT_METHODS.has(method.method)) {
       const field = h("textarea", { testid: "remote-answer", rows: 3, "aria-label": "Your answer", required: true });
@@ -105,9 +139,10 @@ export class RemoteDialogs {
     const card = h(
       "section",
       { testid: "remote-dialog", class: "remote-dialog", role: "dialog", "aria-modal": "true", "aria-labelledby": headingId, "data-method": method.method, "data-remote-id": method.id },
-      h("h2", { id: headingId }, method.method === "confirm" ? "Confirm" : TEXT_METHODS.has(method.method) ? "The agent asks" : `Remote method “${method.method}”`, method.sessionId ? h("span", { class: "row-id" }, ` · ${shortId(method.sessionId)}`) : null),
-      prompt ? h("p", { class: "remote-prompt" }, prompt) : null,
-      !prompt || method.method !== "confirm" && !TEXT_METHODS.has(method.method) ? h("pre", { class: "remote-data" }, pretty(method.data)) : null,
+      h("h2", { id: headingId }, heading(method), method.sessionId ? h("span", { class: "row-id" }, ` · ${shortId(method.sessionId)}`) : null),
+      method.method === APPROVAL ? h("pre", { class: "remote-data", testid: "approval-input" }, pretty(data?.toolInput)) : null,
+      method.method !== APPROVAL && prompt ? h("p", { class: "remote-prompt" }, prompt) : null,
+      method.method !== APPROVAL && (!prompt || (method.method !== "confirm" && !TEXT_METHODS.has(method.method))) ? h("pre", { class: "remote-data" }, pretty(method.data)) : null,
       body,
       error,
     );

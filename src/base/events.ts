@@ -57,7 +57,9 @@ export type VeilEventBody =
   /** One hook command ran. exitCode is null when it was killed at its timeout or could not start. */
   | { type: "hook.run"; event: string; command: string; exitCode: number | null; durationMs: number; blocked: boolean; timedOut?: boolean }
   | { type: "method.pending"; id: string; method: string; data: unknown; createdAt: string }
-  | { type: "method.done"; id: string; timedOut: boolean };
+  | { type: "method.done"; id: string; timedOut: boolean }
+  /** The sandbox's allowlist proxy refused a request (the call whose process asked, null when none is known). */
+  | { type: "sandbox.blocked"; toolCallId: string | null; host: string; port: number };
 
 export type VeilEventType = VeilEventBody["type"];
 

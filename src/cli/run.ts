@@ -4,6 +4,7 @@ import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
 import { preview } from "../tools/format.js";
 import { UsageError, commandUsage, type RunCommand } from "./args.js";
+import { answerApprovals } from "./approval-prompt.js";
 import { EXIT_INTERRUPTED, watchInterrupt } from "./interrupt.js";
 import { cliLogger, paintFor, type CliIo, type Paint } from "./terminal.js";
 
@@ -28,9 +29,11 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
       if (interrupt.requested) return cancelled(io);
       const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
       const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
+      const stopAnswering = answerApprovals(runtime, io);
       const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
       interrupt.onFirst(() => void runtime.sessions.cancel(session.id).catch((error: unknown) => runtime.log.warn("could not cancel the turn", { error: String(error) })));
       const result = await receipt.result;
+      stopAnswering();
       unsubscribe();
       if (!command.json) (renderer as Renderer).finish();
       if (result.stopReason === "error") {

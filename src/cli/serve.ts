@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os";
 import { createRuntime } from "../runtime.js";
 import { cleanLeftovers } from "../tools/shared/leftovers.js";
+import { warmSandbox } from "../tools/shared/sandbox/session.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
 import type { ServeCommand } from "./args.js";
@@ -10,6 +11,8 @@ import { cliLogger, type CliIo } from "./terminal.js";
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
 export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "info") });
+  // Probed now, off the event loop: /health answers at once, and a machine without a sandbox says so here.
+  await warmSandbox({ runtime: runtime.resources, settings: runtime.config.settings, log: runtime.log });
   // A stray rejection in one session's background work must not take every session down.
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });

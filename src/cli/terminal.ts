@@ -15,6 +15,8 @@ export interface CliIo {
   onInterrupt?: (handler: () => void) => () => void;
   /** Ends the process at once with this code. */
   exit?: (code: number) => void;
+  /** Asks one question on the terminal and resolves with the line typed (approvals of `veil run`). */
+  ask?: (question: string) => Promise<string>;
 }
 
 export interface Paint {

@@ -6,6 +6,7 @@ import type {
   CompactionResult,
   CreateSession,
   EventStreamOptions,
+  Health,
   Message,
   Session,
   SessionStatus,
@@ -62,7 +63,7 @@ export class VeilClient {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
-  health(): Promise<{ ok: boolean; version: string }> {
+  health(): Promise<Health> {
     return this.json("GET", "/health");
   }
 

@@ -8,6 +8,14 @@ import type { SessionStatus, TokenUsage } from "../base/usage.js";
 export type { EventOf, VeilEvent, VeilEventType } from "../base/events.js";
 export type { SessionStatus, TokenUsage } from "../base/usage.js";
 
+/** GET /health. */
+export interface Health {
+  ok: boolean;
+  version: string;
+  /** Whether bash and custom tools run in a sandbox (`mode` as configured; `active` false when it is off or the machine cannot make one). */
+  sandbox: { mode: "auto" | "required" | "off"; active: boolean; backend: "bubblewrap" | null };
+}
+
 export interface Reasoning {
   effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
   max_tokens?: number;

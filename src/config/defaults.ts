@@ -1,4 +1,4 @@
-import type { AgentConfig, CompactionSettings, ModeConfig, ModelInfo, ProviderConfig, Settings } from "./types.js";
+import type { AgentConfig, CompactionSettings, ModeConfig, ModelInfo, ProviderConfig, SandboxSettings, Settings } from "./types.js";
 
 export const DEFAULT_WEB_SEARCH_ENDPOINT = "https://html.duckduckgo.com/html/";
 
@@ -17,6 +17,36 @@ export function defaultSettings(): Settings {
     defaultCompaction: defaultCompaction(),
     store: { type: "sqlite" },
     cluster: { leaseSeconds: 15 },
+    sandbox: defaultSandbox(),
+    approval: { tools: [], timeoutSeconds: 300 },
+  };
+}
+
+/**
+ * Sandboxed when the machine can; the host's network; the usual credential stores of the
+ * server user's home hidden; only the variables a shell needs to find programs and speak
+ * the user's locale passed through.
+ */
+export function defaultSandbox(): SandboxSettings {
+  return {
+    mode: "auto",
+    network: "full",
+    allowHosts: [],
+    readDeny: [
+      "~/.ssh",
+      "~/.aws",
+      "~/.gnupg",
+      "~/.azure",
+      "~/.kube",
+      "~/.docker",
+      "~/.config/gcloud",
+      "~/.config/gh",
+      "~/.netrc",
+      "~/.npmrc",
+      "~/.pypirc",
+      "~/.git-credentials",
+    ],
+    envPass: ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"],
   };
 }
 

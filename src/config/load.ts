@@ -135,6 +135,9 @@ function readAgent(folder: string, file: string, folderName: string, source: "gl
     budget: (raw.budget as AgentConfig["budget"]) ?? {},
     modes,
     ...(raw.instructions === false ? { instructions: false } : {}),
+    ...(raw.sandbox ? { sandbox: raw.sandbox as AgentConfig["sandbox"] } : {}),
+    ...(raw.approval ? { approval: raw.approval as AgentConfig["approval"] } : {}),
+    ...(raw.env ? { env: raw.env as AgentConfig["env"] } : {}),
     agentFolder: folder,
     source,
   };

@@ -1,5 +1,5 @@
 import { Type } from "../schema.js";
-import type { ReasoningEffort, ReasoningStyle } from "./types.js";
+import type { ReasoningEffort, ReasoningStyle, SandboxMode, SandboxNetwork } from "./types.js";
 
 /**
  * One schema per config file; validation errors name the file and the field. Every key Veil
@@ -104,6 +104,24 @@ const HooksSchema = Type.Object(
 
 /** What is read again of a settings file when it changes while Veil runs (config/hooks-file.ts). */
 export const HooksFileSchema = Type.Object({ hooks: Type.Optional(HooksSchema) }, { additionalProperties: true });
+const SandboxSchema = Type.Object(
+  {
+    mode: Type.Optional(Type.Unsafe<SandboxMode>({ type: "string", enum: ["auto", "required", "off"], description: "auto (default), required or off." })),
+    network: Type.Optional(Type.Unsafe<SandboxNetwork>({ type: "string", enum: ["full", "allowlist", "none"], description: "full (default), allowlist or none." })),
+    allowHosts: Type.Optional(Type.Array(Type.String({ pattern: "^(\\*\\.)?[A-Za-z0-9_.:\\[\\]-]+$" }), { description: "Host names or *.suffixes the allowlist proxy lets through." })),
+    readDeny: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "Paths not visible in the sandbox (~ is the server user's home)." })),
+    envPass: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), { description: "Environment variables passed into the sandbox." })),
+  },
+  { additionalProperties: false },
+);
+
+const ApprovalSchema = Type.Object(
+  {
+    tools: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: "Tool names or prefix* patterns whose calls wait for approval." })),
+    timeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "No answer within this long denies the call (default 300)." })),
+  },
+  { additionalProperties: false },
+);
 
 export const SettingsFileSchema = Type.Object(
   {
@@ -160,6 +178,8 @@ export const SettingsFileSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    sandbox: Type.Optional(SandboxSchema),
+    approval: Type.Optional(ApprovalSchema),
   },
   { additionalProperties: true },
 );
@@ -199,6 +219,9 @@ export const AgentFileSchema = Type.Object(
     budget: Type.Optional(BudgetSchema),
     modes: Type.Optional(Type.Record(Type.String(), ModeSchema)),
     instructions: Type.Optional(Type.Boolean({ description: "false: the agent gets no AGENTS.md / CLAUDE.md instructions. default: true" })),
+    sandbox: Type.Optional(SandboxSchema),
+    approval: Type.Optional(ApprovalSchema),
+    env: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), Type.String(), { description: "Variables for this agent's shells and tool processes." })),
   },
   { additionalProperties: true },
 );

@@ -142,8 +142,37 @@ export interface Settings {
     /** How long a node's claim on a session lasts without renewal, seconds. default: 15 */
     leaseSeconds: number;
   };
+  /** Where bash shells and custom-tool processes run (agent.json may narrow it). */
+  sandbox: SandboxSettings;
+  /** Tool calls that wait for a human's approval before they run (agent.json may add to it). */
+  approval: ApprovalSettings;
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
+}
+
+/** auto: sandboxed when bubblewrap works, else as before with one warning; required: no sandbox, no run; off: never. */
+export type SandboxMode = "auto" | "required" | "off";
+/** full: the host's network; allowlist: only allowHosts, through Veil's proxy; none: no network at all. */
+export type SandboxNetwork = "full" | "allowlist" | "none";
+
+export interface SandboxSettings {
+  /** default: "auto" */
+  mode: SandboxMode;
+  /** default: "full" */
+  network: SandboxNetwork;
+  /** Host names ("registry.npmjs.org") or suffixes ("*.example.com") the allowlist proxy lets through. default: [] */
+  allowHosts: string[];
+  /** Paths (a leading ~ is the server user's home) that are not visible in the sandbox. default: common credential stores */
+  readDeny: string[];
+  /** Names of the server's environment variables a sandboxed process gets. default: PATH, locale, TERM, TZ, USER, LOGNAME */
+  envPass: string[];
+}
+
+export interface ApprovalSettings {
+  /** Tool names or `prefix*` patterns whose calls wait for approval. default: [] */
+  tools: string[];
+  /** No answer within this long is a denial. default: 300 */
+  timeoutSeconds: number;
 }
 
 /** Prices in USD per million tokens. */
@@ -186,6 +215,12 @@ export interface AgentConfig {
   modes: Record<string, ModeConfig>;
   /** false: no AGENTS.md / CLAUDE.md instructions in this agent's prompt or tool results. default: true */
   instructions?: boolean;
+  /** Narrows settings.sandbox for this agent's shells and tool processes (never widens it). */
+  sandbox?: Partial<SandboxSettings>;
+  /** Adds to settings.approval for this agent's calls. */
+  approval?: Partial<ApprovalSettings>;
+  /** Variables this agent's shells and tool processes get (in the sandbox, besides envPass). */
+  env?: Record<string, string>;
   /** Folder holding agent.json; null for the built-in default agent. */
   agentFolder: string | null;
   source: "builtin" | "global" | "project";

@@ -19,6 +19,7 @@ import type { SkillSource } from "../tools/skills/source.js";
 import { withSkillTool } from "../tools/skills/skill-tool.js";
 import { instructionsSection, type InstructionFile } from "./instructions/project.js";
 import { nestedInstructions, type NestedInstructions } from "./instructions/nested.js";
+import { sessionApprovals, type ApprovalGate } from "./approvals.js";
 
 export interface RunSetupDeps {
   config: VeilConfig;
@@ -61,6 +62,8 @@ export interface PreparedRun {
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
   /** Appends a reached folder's AGENTS.md to a file tool's result (absent for agents without instructions). */
   annotate?: NestedInstructions["annotate"];
+  /** The calls that wait for approval (absent when the agent's approval list is empty). */
+  approvals?: ApprovalGate;
 }
 
 /**
@@ -94,6 +97,7 @@ export async function prepareRun(
   const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, store, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
   const toolTurn: ToolTurn = { sessionId: id, agent, mode: session.mode, paths: config.paths, settings: config.settings, modelKey, model, clock, session: sessionResources, runtime: deps.runtimeResources, services, log };
+  const approvals = sessionApprovals(config.settings, agent, id, services.remoteMethods);
   const prepared: PreparedRun = {
     agent,
     modelKey,
@@ -105,6 +109,7 @@ export async function prepareRun(
     systemPrompt,
     context: contextTurn(config, agent, modelKey, model, systemPrompt),
     ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
+    ...(approvals ? { approvals } : {}),
     async budget() {
       const fresh = await store.getSession(id);
       return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);

@@ -138,7 +138,17 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
 function runIO(host: RunHost, { id, live, run, recorder, inbox }: RunScope, turn: PreparedRun): RunIO {
   const { clock, log, hooks } = host.deps;
   const signal = run.controller.signal;
-  const executor = { toolset: turn.toolset, clock, log, signal, makeContext: turn.makeContext, hooks, sessionId: id, ...(turn.annotate ? { annotate: turn.annotate } : {}) };
+  const executor = {
+    toolset: turn.toolset,
+    clock,
+    log,
+    signal,
+    makeContext: turn.makeContext,
+    hooks,
+    sessionId: id,
+    ...(turn.annotate ? { annotate: turn.annotate } : {}),
+    ...(turn.approvals ? { approvals: turn.approvals } : {}),
+  };
   return {
     executeTool: (call) => toolCallEvents(call, executor),
     nextInputs: inbox.nextInputs,

@@ -10,6 +10,7 @@ import type { SessionToolset } from "../tools/registry.js";
 import type { RegisteredTool, ToolContext, ToolOutcome } from "../tools/types.js";
 import { systemReminder } from "../tools/format.js";
 import type { HookRunner } from "./hooks.js";
+import type { ApprovalGate } from "./approvals.js";
 
 /** A tool running past this gets a `tool.progress` at least this often. */
 export const PROGRESS_INTERVAL_MS = 5000;
@@ -27,6 +28,8 @@ export interface ToolExecutorDeps {
   sessionId?: string;
   /** Adds to a finished call's result what its tool's reach calls for (a folder's AGENTS.md). */
   annotate?(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome>;
+  /** Calls that wait for a person's approval (settings and agent.json `approval`); absent: none. */
+  approvals?: ApprovalGate;
 }
 
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -75,6 +78,12 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
     const decision = await hooks.preToolUse({ sessionId: deps.sessionId ?? "", toolName: call.name, toolInput: parsed.value });
     if (decision.blocked) return yield finished("error", { output: decision.reason }, input);
     if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
+  }
+  if (deps.approvals?.needed(call.name)) {
+    if (!hooks?.has("PreToolUse")) yield { type: "tool_state", callId: call.id, state: "validating" };
+    // Asked after every check, so a person approves exactly the call that will run.
+    const verdict = await deps.approvals.ask({ toolName: call.name, toolInput: parsed.value, toolCallId: call.id }, signal);
+    if (!verdict.approved) return yield finished(signal.aborted ? "cancelled" : "error", { output: formatToolError("DENIED", verdict.reason) }, input);
   }
 
   yield { type: "tool_state", callId: call.id, state: "executing" };

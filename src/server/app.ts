@@ -12,6 +12,7 @@ import { DASHBOARD_PATHS } from "./routes/dashboard.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { eventRoutes } from "./routes/events.js";
 import { extraRouteModules } from "./routes/index.js";
+import { sandboxStatus } from "../tools/shared/sandbox/session.js";
 
 /** Paths reachable without the bearer secret: health and the dashboard's static files. */
 const PUBLIC_PATHS = new Set(["/health", ...DASHBOARD_PATHS]);
@@ -60,7 +61,7 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
     }),
   );
 
-  app.get("/health", (c) => c.json({ ok: true, version: VERSION }));
+  app.get("/health", (c) => c.json({ ok: true, version: VERSION, sandbox: sandboxStatus({ runtime: runtime.resources, settings: runtime.config.settings }) }));
   eventRoutes(app, state);
 
   agentRoutes(app, state);

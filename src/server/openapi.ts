@@ -100,7 +100,20 @@ const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq
 
 /** Summaries and schemas, keyed by `METHOD path` as Hono registers it. */
 const DOCS: Record<string, Doc> = {
-  "GET /health": { summary: "liveness and version", tag: "server", public: true, response: Type.Object({ ok: Type.Boolean(), version: Type.String() }) },
+  "GET /health": {
+    summary: "liveness, version, and whether bash and custom tools run sandboxed",
+    tag: "server",
+    public: true,
+    response: Type.Object({
+      ok: Type.Boolean(),
+      version: Type.String(),
+      sandbox: Type.Object({
+        mode: Type.Union([Type.Literal("auto"), Type.Literal("required"), Type.Literal("off")]),
+        active: Type.Boolean(),
+        backend: Type.Union([Type.Literal("bubblewrap"), Type.Null()]),
+      }),
+    }),
+  },
   "GET /openapi.json": { summary: "this document", tag: "server", response: AnyObject },
   "GET /": { summary: "the web dashboard (HTML; asks for the secret, then uses this API)", tag: "dashboard", public: true },
   "GET /dashboard/app.js": { summary: "dashboard script", tag: "dashboard", public: true },

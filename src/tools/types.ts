@@ -48,8 +48,8 @@ export interface ResourceScope {
  */
 export type { ToolServices } from "./services.js";
 
-/** Events a tool publishes for its session beside its own chunks (todo_write's list). */
-export type ToolEventBody = Extract<VeilEventBody, { type: "todo.updated" }>;
+/** Events a tool publishes for its session beside its own chunks (todo_write's list, the sandbox proxy's refusals). */
+export type ToolEventBody = Extract<VeilEventBody, { type: "todo.updated" | "sandbox.blocked" }>;
 
 /**
  * What one tool call may write of its session: its side tables (todos, read markers, audit

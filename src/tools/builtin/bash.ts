@@ -50,7 +50,7 @@ export const bash = defineTool({
     const shells = await openSessionShells(ctx);
     const workingDir = input.workingDir === undefined ? undefined : checkedDir(ctx.workspace, input.workingDir);
     if (input.run_in_background) {
-      const shell = await shells.startBackground(input.command, workingDir);
+      const shell = await shells.startBackground(input.command, workingDir, ctx.toolCallId);
       const state = shell.state();
       const result = {
         shell_id: state.shell_id,
@@ -70,6 +70,7 @@ export const bash = defineTool({
       signal: ctx.signal,
       onChunk: (chunk) => ctx.emitChunk(chunk),
       workingDir,
+      toolCallId: ctx.toolCallId,
     });
     const seconds = ((ctx.clock.monotonic() - started) / 1000).toFixed(1);
     if (run.outcome === "cancelled") {

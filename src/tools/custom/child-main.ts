@@ -9,7 +9,9 @@ import { readFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallContext, ChildMessage, ParentMessage, RpcMethod } from "./protocol.js";
-import { serializeError } from "./protocol.js";
+import { PROXY_SOCKET_ARG, serializeError } from "./protocol.js";
+import { Worker } from "node:worker_threads";
+import { PROXY_PORT } from "../shared/sandbox/environment.js";
 
 type ExecuteFn = (input: Record<string, unknown>) => unknown;
 interface PendingRpc {
@@ -179,7 +181,14 @@ function main(): void {
   };
   process.on("uncaughtException", fatal);
   process.on("unhandledRejection", fatal);
-  send({ t: "ready", pid: process.pid });
+  const proxySocket = process.argv.find((arg) => arg.startsWith(PROXY_SOCKET_ARG))?.slice(PROXY_SOCKET_ARG.length);
+  if (!proxySocket) return send({ t: "ready", pid: process.pid });
+  // In a sandbox whose network is the allowlist proxy, HTTP clients find it on the sandbox's own
+  // loopback: a forwarder in a thread of its own, which a tool blocking this one (execSync) cannot stall.
+  const forwarder = new Worker(new URL("../shared/sandbox/forwarder-main.js", import.meta.url), { argv: [proxySocket, String(PROXY_PORT)] });
+  forwarder.once("message", () => send({ t: "ready", pid: process.pid }));
+  forwarder.once("exit", () => process.exit(1));
+  forwarder.unref();
 }
 
 /** Makes `require("veilcli")` (and `veilcli/...`) return `api` in every tool module. */

@@ -2,7 +2,9 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { ToolError } from "../../errors.js";
 import type { Disposable, Logger } from "../types.js";
-import { serializeError, type CallContext, type ChildMessage, type ParentMessage, type RpcMethod, type SerializedError } from "./protocol.js";
+import { PROXY_SOCKET_ARG, serializeError, type CallContext, type ChildMessage, type ParentMessage, type RpcMethod, type SerializedError } from "./protocol.js";
+import type { Sandbox } from "../shared/sandbox/sandbox.js";
+import type { ProxyListener } from "../shared/sandbox/proxy.js";
 
 export interface ChildPoolOptions {
   /** The compiled child entry (dist/src/tools/custom/child-main.js). */
@@ -17,6 +19,8 @@ export interface ChildPoolOptions {
   warm?: number;
   /** Processes running at once; further calls wait. default: 16 */
   maxChildren?: number;
+  /** Every tool process runs inside this sandbox (bubblewrap is what fork() starts; env is then the sandbox's). */
+  sandbox?: Sandbox;
 }
 
 export interface RunRequest {
@@ -30,6 +34,8 @@ export interface RunRequest {
   onChunk(chunk: string): void;
   /** Serves the child's requests (remote methods, LLM calls); `push` streams partial text back. */
   onRpc(method: RpcMethod, params: Record<string, unknown>, push: (text: string) => void, signal: AbortSignal): Promise<unknown>;
+  /** The sandbox's allowlist proxy refused a request of this call. */
+  onBlocked?(host: string, port: number): void;
 }
 
 const STDERR_TAIL = 2000;
@@ -44,9 +50,16 @@ class Worker {
   dead = false;
   exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   stderrTail = "";
+  /** The call running on this process (its refused proxy requests are reported to it). */
+  current?: RunRequest;
 
-  constructor(readonly child: ChildProcess) {
-    this.ready = new Promise<void>((resolve, reject) => {
+  constructor(
+    readonly child: ChildProcess,
+    proxy?: Promise<ProxyListener>,
+    /** The child leads its own process group (a sandbox: bwrap, its PID 1 and the tool), killed as one. */
+    private readonly group = false,
+  ) {
+    const started = new Promise<void>((resolve, reject) => {
       const onMessage = (message: ChildMessage) => {
         if (message?.t !== "ready") return;
         child.off("message", onMessage);
@@ -57,11 +70,13 @@ class Worker {
       child.on("message", onMessage);
       child.once("exit", onExit);
     });
+    this.ready = proxy ? Promise.all([started, proxy]).then(() => undefined) : started;
     this.ready.catch(() => undefined);
     this.exited = new Promise<void>((resolve) => {
       child.once("exit", (code, signal) => {
         this.dead = true;
         this.exit = { code, signal };
+        void proxy?.then((listener) => listener.close()).catch(() => undefined);
         resolve();
       });
     });
@@ -74,7 +89,9 @@ class Worker {
   kill(): Promise<void> {
     if (!this.dead) {
       this.dead = true;
-      this.child.kill("SIGKILL");
+      // A bwrap killed while it sets the sandbox up can leave its PID 1 waiting for it forever: the group goes together.
+      if (this.group && this.child.pid !== undefined) killGroup(this.child.pid);
+      else this.child.kill("SIGKILL");
     }
     if (this.exit) return Promise.resolve();
     // Keep the event loop alive until the exit is seen (an idle process is unref'd).
@@ -112,6 +129,7 @@ export class ChildPool implements Disposable {
   private readonly waiters: Array<() => void> = [];
   private busy = 0;
   private seq = 0;
+  private spawned = 0;
   private closed = false;
   private readonly warm: number;
   private readonly maxChildren: number;
@@ -136,9 +154,11 @@ export class ChildPool implements Disposable {
 
   async run(request: RunRequest): Promise<unknown> {
     const worker = await this.acquire(request.signal);
+    worker.current = request;
     try {
       return await this.runOn(worker, request);
     } finally {
+      worker.current = undefined;
       this.release(worker, !worker.dead);
     }
   }
@@ -153,15 +173,38 @@ export class ChildPool implements Disposable {
   }
 
   private spawn(): Worker {
-    const child = fork(this.options.runnerPath, [], {
-      cwd: this.options.cwd,
-      // The child exits when its parent pid changes (the server died; see child-main.ts).
-      env: { ...this.options.env, VEIL_PARENT_PID: String(process.pid) },
-      execArgv: [`--max-old-space-size=${this.options.maxOldSpaceMb ?? 512}`],
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
-      serialization: "json",
-    });
-    const worker = new Worker(child);
+    const heap = `--max-old-space-size=${this.options.maxOldSpaceMb ?? 512}`;
+    const { sandbox } = this.options;
+    const name = `tool-${process.pid}-${++this.spawned}`;
+    let worker: Worker;
+    const proxy =
+      sandbox?.network === "allowlist"
+        ? sandbox.openProxy(name, (host, port) => {
+            if (worker.current?.onBlocked) worker.current.onBlocked(host, port);
+            else this.options.log.warn("the sandbox proxy refused a request of an idle custom tool process", { host, port });
+          })
+        : undefined;
+    const child = sandbox
+      ? // bubblewrap is the program fork() starts; it runs node with the runner inside the sandbox
+        // (the IPC channel's descriptor passes through), and dies with the server (--die-with-parent).
+        fork(this.options.runnerPath, proxy ? [`${PROXY_SOCKET_ARG}${sandbox.proxySocketPath(name)}`] : [], {
+          cwd: this.options.cwd,
+          detached: true,
+          env: sandbox.env(),
+          execPath: sandbox.argv()[0],
+          execArgv: [...sandbox.argv().slice(1), process.execPath, heap],
+          stdio: ["ignore", "pipe", "pipe", "ipc"],
+          serialization: "json",
+        })
+      : fork(this.options.runnerPath, [], {
+          cwd: this.options.cwd,
+          // The child exits when its parent pid changes (the server died; see child-main.ts).
+          env: { ...this.options.env, VEIL_PARENT_PID: String(process.pid) },
+          execArgv: [heap],
+          stdio: ["ignore", "pipe", "pipe", "ipc"],
+          serialization: "json",
+        });
+    worker = new Worker(child, proxy, sandbox !== undefined);
     this.all.add(worker);
     const pid = child.pid;
     child.stdout?.on("data", (data: Buffer) => this.options.log.debug("custom tool stdout", { pid, text: data.toString("utf8").slice(0, 2000) }));
@@ -294,6 +337,14 @@ export class ChildPool implements Disposable {
       if (worker.dead) return onExit(worker.exit?.code ?? null, worker.exit?.signal ?? null);
       send({ t: "call", id, file: request.file, version: request.version, input: request.input, context: request.context });
     });
+  }
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
   }
 }
 

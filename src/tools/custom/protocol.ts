@@ -66,3 +66,6 @@ function safeJson(value: unknown): string {
     return String(value);
   }
 }
+
+/** The argument naming a sandboxed tool process's proxy socket (network "allowlist"): it runs the forwarder before it is ready. */
+export const PROXY_SOCKET_ARG = "--veil-proxy-socket=";

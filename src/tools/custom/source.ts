@@ -12,6 +12,8 @@ import { createSchemaChecker } from "./manifest.js";
 import { ChildPool } from "./pool.js";
 import type { RpcMethod } from "./protocol.js";
 import { isRemoteMethods } from "./remote-methods.js";
+import { chooseSandboxAsync, createSandbox } from "../shared/sandbox/session.js";
+import { ToolPools } from "./pools.js";
 
 export interface CustomToolSourceOptions {
   config: VeilConfig;
@@ -46,19 +48,34 @@ const REMOTE_DEFAULT_TIMEOUT_MS = 120_000;
 export function createCustomToolSource(options: CustomToolSourceOptions): FolderToolSource {
   const { config, log, resources } = options;
   const checkSchema = createSchemaChecker();
-  const pool = (): ChildPool =>
-    resources.get(
-      POOL_KEY,
-      () =>
-        new ChildPool({
-          runnerPath: options.runnerPath ?? locateRunner(),
-          cwd: config.paths.workspace,
-          env: childEnv(process.env, config.settings),
-          log,
-          maxOldSpaceMb: options.maxOldSpaceMb,
-          warm: options.warmProcesses,
-        }),
-    );
+  const pools = (): ToolPools =>
+    resources.get(POOL_KEY, () => new ToolPools((settings) => new ChildPool({
+      runnerPath: options.runnerPath ?? locateRunner(),
+      cwd: config.paths.workspace,
+      env: childEnv(process.env, config.settings),
+      log,
+      maxOldSpaceMb: options.maxOldSpaceMb,
+      warm: options.warmProcesses,
+      ...settings,
+    })));
+  /** The context the sandbox of an agent's tool processes is chosen from. */
+  const sandboxContext = (agent: AgentConfig) => ({ runtime: resources, settings: config.settings, agent, workspace: config.paths.workspace, paths: config.paths, log });
+  /**
+   * The pool an agent's calls run in. Unsandboxed, every agent without env of its own
+   * shares one; sandboxed, each agent has its own (its policy, env and private folder).
+   * sandbox.mode "required" without a working sandbox throws SANDBOX_UNAVAILABLE here.
+   */
+  const poolFor = async (agent: AgentConfig): Promise<ChildPool> => {
+    const context = sandboxContext(agent);
+    const choice = await chooseSandboxAsync(context, "custom tool");
+    if (choice.sandboxed) {
+      return pools().get(JSON.stringify(["sandbox", agent.name, choice.policy, agent.env ?? {}]), async (folder) => ({
+        sandbox: await createSandbox(context, choice, await folder(), process.env),
+      }));
+    }
+    if (!agent.env) return pools().get("shared", async () => ({}));
+    return pools().get(JSON.stringify(["env", agent.name, agent.env]), async () => ({ env: { ...childEnv(process.env, config.settings), ...agent.env } }));
+  };
 
   const build = (folder: ToolFolder): RegisteredTool => {
     const { manifest } = folder;
@@ -85,8 +102,8 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
         }
         return validator(input);
       },
-      execute: (input, ctx) =>
-        pool().run({
+      execute: async (input, ctx) =>
+        (await poolFor(ctx.agent)).run({
           toolName: manifest.name,
           file: folder.indexPath,
           version: folder.version,
@@ -96,6 +113,7 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
           signal: ctx.signal,
           onChunk: (chunk) => ctx.emitChunk(chunk),
           onRpc: (method, params, push, signal) => serveRpc(method, params, push, ctx, AbortSignal.any([ctx.signal, signal])),
+          onBlocked: (host, port) => void ctx.emit({ type: "sandbox.blocked", toolCallId: ctx.toolCallId, host, port }).catch(() => undefined),
         }) as Promise<string>,
     };
     // Schemas with references are compiled now so a dangling $ref shows up at load, not at call.
@@ -147,7 +165,7 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
       lastBroken.set(agent.name, broken);
       if (tools.size > 0) {
         try {
-          pool().prewarm();
+          (await poolFor(agent)).prewarm();
         } catch (error) {
           log.warn("custom tools cannot run", { error: (error as Error).message });
         }
@@ -158,7 +176,7 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
       return lastBroken.get(agent.name) ?? scanner.scan(roots(agent)).broken;
     },
     processIds() {
-      return resources.peek<ChildPool>(POOL_KEY)?.pids() ?? [];
+      return resources.peek<ToolPools>(POOL_KEY)?.pids() ?? [];
     },
   };
 }

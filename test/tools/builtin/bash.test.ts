@@ -4,10 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bash } from "../../../src/tools/builtin/bash.js";
 import { detectIsolation, IsolationProbe } from "../../../src/tools/shared/shell/isolation.js";
 import { prewarmSessionShell } from "../../../src/tools/shared/shell/session-shells.js";
-import type { ToolHarness } from "../../helpers/tool-context.js";
-import { managerOf, pidsRunning, shellHarness } from "./shell-test-helpers.js";
+import { managerOf, pidsRunning, shellHarness, shellHome, writeRc, type ShellHarness } from "./shell-test-helpers.js";
 
-let h: ToolHarness & { home: string };
+let h: ShellHarness;
 
 beforeEach(async () => {
   h = await shellHarness();
@@ -37,7 +36,7 @@ describe("bash: persistent shell", () => {
     expect((await run("pwd")).output).toBe(h.ws.root);
     expect((await run("from_rc; echo $FROM_RC")).output).toBe("alias-from-bashrc\nyes");
     await run("true");
-    expect(readFileSync(join(h.home, "bashrc-count"), "utf8")).toBe("bashrc\n");
+    expect(readFileSync(join(await shellHome(h), "bashrc-count"), "utf8")).toBe("bashrc\n");
   });
 
   it("honours workingDir on the first call only", async () => {
@@ -226,11 +225,11 @@ async function waitUntil(check: () => boolean, tries = 200): Promise<void> {
   throw new Error("condition not met");
 }
 
-const bashrcRuns = () => readFileSync(`${h.home}/bashrc-count`, "utf8").split("\n").filter(Boolean).length;
+const bashrcRuns = async () => readFileSync(`${await shellHome(h)}/bashrc-count`, "utf8").split("\n").filter(Boolean).length;
 
-/** Live processes started with this harness's HOME: its shells (and their children). */
-function harnessShells(): number[] {
-  const needle = `HOME=${h.home}\0`;
+/** Live processes started with this harness's HOME (or its sandbox's): its shells (and their children). */
+async function harnessShells(): Promise<number[]> {
+  const needle = `HOME=${await shellHome(h)}\0`;
   const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -248,39 +247,39 @@ function harnessShells(): number[] {
 describe("bash warm-up (a shell started while the model thinks)", () => {
   it("is the shell the first call runs in: same directory, ~/.bashrc read once, one bash", async () => {
     await prewarmSessionShell(h.context());
-    expect(bashrcRuns()).toBe(1);
-    const [prewarmed] = harnessShells();
+    expect(await bashrcRuns()).toBe(1);
+    const [prewarmed] = await harnessShells();
     expect(prewarmed).toBeDefined();
     const first = await run("pwd; echo $FROM_RC");
     expect(first.output).toBe(`${h.ws.path()}\nyes`);
-    expect(bashrcRuns()).toBe(1);
-    expect(harnessShells()).toEqual([prewarmed]);
+    expect(await bashrcRuns()).toBe(1);
+    expect(await harnessShells()).toEqual([prewarmed]);
   });
 
   it("gives way to a first call with another workingDir: that call's shell starts there, the prewarmed one ends", async () => {
     mkdirSync(h.ws.path("sub"));
     await prewarmSessionShell(h.context());
-    const [prewarmed] = harnessShells();
+    const [prewarmed] = await harnessShells();
     expect((await run("pwd", { workingDir: "sub" })).output).toBe(h.ws.path("sub"));
-    const now = harnessShells();
+    const now = await harnessShells();
     expect(now).toHaveLength(1);
     expect(now).not.toContain(prewarmed);
   });
 
   it("ends with the session when no call adopted it", async () => {
     await prewarmSessionShell(h.context());
-    expect(harnessShells()).toHaveLength(1);
+    expect(await harnessShells()).toHaveLength(1);
     await h.sessionResources.dispose();
-    expect(harnessShells()).toEqual([]);
+    expect(await harnessShells()).toEqual([]);
   });
 
   it("ends for good when the session closes while ~/.bashrc still holds it up (no --norc retry left running)", async () => {
-    writeFileSync(`${h.home}/.bashrc`, "sleep 30\n");
+    writeRc(h, "sleep 30\n");
     const warming = prewarmSessionShell(h.context());
-    await expect.poll(() => harnessShells().length).toBe(1);
+    await expect.poll(async () => (await harnessShells()).length).toBe(1);
     await h.sessionResources.dispose();
     await warming;
-    expect(harnessShells()).toEqual([]);
+    expect(await harnessShells()).toEqual([]);
   });
 
   it("starts nothing once the session's shells are closed", async () => {
@@ -288,7 +287,7 @@ describe("bash warm-up (a shell started while the model thinks)", () => {
     const manager = managerOf(h);
     await manager.dispose();
     await prewarmSessionShell(h.context());
-    expect(harnessShells()).toEqual([]);
+    expect(await harnessShells()).toEqual([]);
   });
 
   it("probes isolation without blocking, to the same answer as the blocking probe", async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import type { RegisteredTool } from "../../../src/tools/types.js";
-import { builtinDefaultAgent } from "../../../src/config/defaults.js";
+import { builtinDefaultAgent, defaultSandbox } from "../../../src/config/defaults.js";
 import { memoryLogger } from "../../../src/base/log.js";
 import { normaliseOutcome } from "../../../src/tools/outcome.js";
 import { createCustomToolSource, type FolderToolSource } from "../../../src/tools/custom/source.js";
@@ -45,6 +45,9 @@ describe("custom tool execution in child processes", { timeout: 60_000 }, () => 
         },
         defaultProvider: "fake",
         myService: { url: "http://svc", accessToken: "tok-1", password: "pw", nested: { clientSecret: "cs", keep: 1 } },
+        // The pool's mechanics, observed through the host PIDs tools report: sandboxed tool
+        // processes are in a PID namespace of their own (custom-sandbox.test.ts covers them).
+        sandbox: { ...defaultSandbox(), mode: "off" },
       },
     });
     const dir = h.ws.path(".veil", "tools");

@@ -8,6 +8,7 @@ import type { Clock } from "../../../base/clock.js";
 import { MAX_OUTPUT_CHARS } from "../truncate.js";
 import { backgroundScript, shellQuote } from "./bash-script.js";
 import { killTree, signalTree, type Isolation, type KillTarget } from "./isolation.js";
+import { FORWARDER_VARIABLE, type ShellLaunch } from "./launch.js";
 
 /** Unread output kept per background shell; older unread bytes are dropped past this. */
 export const BACKGROUND_BUFFER_BYTES = 256 * 1024;
@@ -54,6 +55,8 @@ export interface BackgroundShellOptions {
   snapshotFile?: string;
   /** default: inherited */
   env?: Record<string, string | undefined>;
+  /** Started inside a sandbox: this launch's prefix and environment replace isolation's and env. */
+  launched?: ShellLaunch;
 }
 
 /** `bg_` + 10 hex chars: the id form bash's background mode documents. */
@@ -62,17 +65,26 @@ export function backgroundShellId(): string {
 }
 
 /**
- * The namespace's PID 1: starts the command's bash as a child, reports its exit status
- * on fd 3, then (namespace mode) stays alive while daemons the command left behind
- * still run, so `nohup server &` in a background command is not killed the moment the
- * command returns. `kill -0 -1` from PID 1 probes every other process in the namespace.
+ * The namespace's first process: starts the command's bash as a child, reports its exit
+ * status on fd 3, then (namespace modes) stays alive while daemons the command left
+ * behind still run, so `nohup server &` in a background command is not killed the moment
+ * the command returns. `kill -0 -1` probes every other process in the namespace but PID 1
+ * and the caller; with a network forwarder beside it, /proc is scanned without that one.
+ * In a sandbox the script is not PID 1 (bwrap is), so it ignores the SIGTERM of a
+ * kill_shell itself (after starting the command, which keeps the default) to still
+ * report the command's status.
  */
-function initScript(scriptFile: string, keepNamespace: boolean): string {
+function initScript(scriptFile: string, mode: Isolation["mode"], forwarder: boolean): string {
+  const others = forwarder
+    ? `__veil_others() { local p; for p in /proc/[0-9]*; do p=\${p#/proc/}; [[ $p == 1 || $p == $$ || $p == "$__veil_fwd" ]] || return 0; done; return 1; }`
+    : `__veil_others() { kill -0 -1 2>/dev/null; }`;
   return [
     "exec 2>&1",
+    `__veil_fwd=\${${FORWARDER_VARIABLE}:-}; unset ${FORWARDER_VARIABLE}`,
     `bash --noprofile --norc ${shellQuote(scriptFile)} 3>&- &`,
+    mode === "sandbox" ? "trap '' TERM" : "",
     "wait $!; printf '%d\\n' $? >&3; exec 3>&-",
-    keepNamespace ? "while kill -0 -1 2>/dev/null; do sleep 1; done" : "",
+    mode === "process-group" ? "" : `${others}\nwhile __veil_others; do sleep 1; done`,
   ].join("\n");
 }
 
@@ -104,11 +116,12 @@ export class BackgroundShell {
     const scriptFile = join(options.tempDir, `${options.id}.run.sh`);
     writeFileSync(commandFile, options.command);
     writeFileSync(scriptFile, backgroundScript(commandFile, this.tag, options.snapshotFile));
-    const keep = options.isolation.mode === "pid-namespace";
-    const argv = [...options.isolation.prefix, "bash", "--noprofile", "--norc", "-c", initScript(scriptFile, keep)];
+    const { launched } = options;
+    const init = initScript(scriptFile, options.isolation.mode, launched?.forwarder ?? false);
+    const argv = [...(launched?.prefix ?? options.isolation.prefix), "bash", "--noprofile", "--norc", "-c", init];
     this.child = spawn(argv[0]!, argv.slice(1), {
       cwd: options.cwd,
-      env: options.env,
+      env: launched?.env ?? options.env,
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
@@ -123,13 +136,14 @@ export class BackgroundShell {
       if (line) this.settle(Number(line[1]), null);
     });
     this.exited = new Promise((resolve) => {
+      const ended = () => void (launched?.close() ?? Promise.resolve()).finally(resolve);
       this.child.once("exit", (code, signal) => {
         this.settle(code, signal);
-        resolve();
+        ended();
       });
       this.child.once("error", () => {
         this.settle(127, null);
-        resolve();
+        ended();
       });
     });
   }

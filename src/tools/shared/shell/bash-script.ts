@@ -1,3 +1,5 @@
+import { FORWARDER_VARIABLE } from "./launch.js";
+
 /**
  * The bash side of the persistent-shell protocol. Node writes one short driver line
  * per command to the shell's stdin; the command itself sits in a temp file that is
@@ -60,7 +62,7 @@ export function initScript(tag: string): string {
   return [
     "exec 2>&1",
     "exec {__veil_fd}>&1",
-    "unset HISTFILE PROMPT_COMMAND MAILCHECK",
+    `unset HISTFILE PROMPT_COMMAND MAILCHECK ${FORWARDER_VARIABLE}`,
     "set +o history +H",
     "PS1='' PS2='' PS0='' PS4='+ '",
     "shopt -s expand_aliases",

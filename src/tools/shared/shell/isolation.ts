@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as delay } from "node:timers/promises";
-import type { Disposable } from "../../types.js";
+import { DetectOnce } from "../detect-once.js";
 import { TAG_VARIABLE } from "./bash-script.js";
 
 /**
@@ -18,8 +18,12 @@ import { TAG_VARIABLE } from "./bash-script.js";
  *   daemons that left the group (setsid) are found by scanning /proc for the shell's
  *   tag variable ($VEIL_SHELL_TAG, exported in the shell and inherited by descendants).
  *   A process that wipes its environment (`env -i`) escapes this fallback.
+ * - `sandbox`: the shell runs under bubblewrap (see ../sandbox/), which makes a PID
+ *   namespace too: bwrap → its PID 1 (a second bwrap) → bash. Killing the first bwrap
+ *   takes the namespace down (--die-with-parent); a gentler signal goes to the processes
+ *   inside only, since a bwrap that dies of it would SIGKILL them at once.
  */
-export type IsolationMode = "pid-namespace" | "process-group";
+export type IsolationMode = "pid-namespace" | "process-group" | "sandbox";
 
 export interface Isolation {
   mode: IsolationMode;
@@ -76,29 +80,10 @@ export async function detectIsolationAsync(platform: NodeJS.Platform = process.p
 }
 
 /** Holds the detection result for the runtime's lifetime. */
-export class IsolationProbe implements Disposable {
-  private result?: Isolation;
-  private probing?: Promise<Isolation>;
-
-  constructor(
-    private readonly detect: () => Isolation = detectIsolation,
-    private readonly detectAsync: () => Promise<Isolation> = detectIsolationAsync,
-  ) {}
-
-  /** The result; detected here, blocking, when no warm-up has finished it yet. */
-  get(): Isolation {
-    this.result ??= this.detect();
-    return this.result;
+export class IsolationProbe extends DetectOnce<Isolation> {
+  constructor(detect: () => Isolation = detectIsolation, detectAsync: () => Promise<Isolation> = detectIsolationAsync) {
+    super(detect, detectAsync);
   }
-
-  /** Detects ahead without blocking (a warm-up); get() after it returns at once. */
-  warm(): Promise<Isolation> {
-    if (this.result) return Promise.resolve(this.result);
-    this.probing ??= this.detectAsync().then((found) => (this.result ??= found));
-    return this.probing;
-  }
-
-  dispose(): void {}
 }
 
 /** True while `pid` exists and is not a zombie. */
@@ -186,6 +171,10 @@ export interface KillTarget {
  * which takes the namespace down with it.
  */
 export function signalTree(target: KillTarget, signal: NodeJS.Signals): void {
+  if (target.mode === "sandbox" && signal !== "SIGKILL") {
+    for (const pid of insideSandbox(target.pid)) signalQuietly(pid, signal);
+    return;
+  }
   signalQuietly(-target.pid, signal);
   if (target.mode === "process-group") {
     for (const pid of taggedProcesses(target.tag)) signalQuietly(pid, signal);
@@ -196,7 +185,12 @@ export function signalTree(target: KillTarget, signal: NodeJS.Signals): void {
  * SIGTERMs every descendant of `pid` (not `pid` itself), e.g. the scripts ~/.bashrc runs,
  * so they get to run their exit traps before the tree is SIGKILLed.
  */
-export function terminateDescendants(pid: number): void {
+export function terminateDescendants(target: Pick<KillTarget, "pid" | "mode">): void {
+  const inside = target.mode === "sandbox" ? insideSandbox(target.pid) : descendantsOf(target.pid);
+  for (const descendant of inside) signalQuietly(descendant, "SIGTERM");
+}
+
+function descendantsOf(pid: number): Set<number> {
   const seen = new Set<number>();
   const queue = childrenOf(pid);
   while (queue.length > 0) {
@@ -205,7 +199,14 @@ export function terminateDescendants(pid: number): void {
     seen.add(next);
     queue.push(...childrenOf(next));
   }
-  for (const descendant of seen) signalQuietly(descendant, "SIGTERM");
+  return seen;
+}
+
+/** The processes of a sandbox started as `pid`: everything below its PID 1 (the inner bwrap). */
+function insideSandbox(pid: number): Set<number> {
+  const inside = new Set<number>();
+  for (const init of childrenOf(pid)) for (const descendant of descendantsOf(init)) inside.add(descendant);
+  return inside;
 }
 
 /** How long killTree waits for stragglers before giving up. */
@@ -220,7 +221,7 @@ const KILL_POLL_MS = 10;
 export async function killTree(target: KillTarget): Promise<number[]> {
   // The namespace's init (unshare's child) finishes dying only once the namespace is
   // empty, so waiting for it covers every process in it, tagged or not (forked, not exec'd).
-  const inits = target.mode === "pid-namespace" ? childrenOf(target.pid) : [];
+  const inits = target.mode === "process-group" ? [] : childrenOf(target.pid);
   // The /proc scan for the tag reads every process's environment with the event loop
   // stopped (10 ms on a busy machine, seconds for a server closing 200 sessions): only
   // when there is no init to wait on.

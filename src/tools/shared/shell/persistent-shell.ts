@@ -9,6 +9,7 @@ import { killTree, terminateDescendants, type Isolation, type KillTarget } from 
 import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";
 import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
 import { spawnShellProcess, type ShellProcess } from "./spawn-helper.js";
+import type { ShellLaunch } from "./launch.js";
 
 /** How long bash may take to start and read ~/.bashrc before we retry without it. */
 export const READY_TIMEOUT_MS = 15_000;
@@ -51,6 +52,8 @@ export interface PersistentShellOptions {
   readyTimeoutMs?: number;
   /** default: inherited */
   env?: Record<string, string | undefined>;
+  /** Starts each bash process inside a sandbox (its argv prefix and environment replace isolation's and env). */
+  launch?: (tag: string) => Promise<ShellLaunch>;
 }
 
 interface Pending {
@@ -142,7 +145,7 @@ export class PersistentShell {
       // (pyenv's rehash holds a lock file that a SIGKILL would leave behind, stalling every
       // later shell of the user for a minute). Interactive bash ignores it; the SIGKILL follows.
       if (this.rcRunning) {
-        terminateDescendants(this.child.pid);
+        terminateDescendants(this.target());
         await delay(RC_TERM_GRACE_MS);
       }
       await killTree(this.target());
@@ -157,20 +160,22 @@ export class PersistentShell {
   private async spawnAndWait(loadBashrc: boolean): Promise<boolean> {
     const { isolation } = this.options;
     const bashArgs = ["--noediting", "--noprofile", ...(loadBashrc ? [] : ["--norc"]), "-i"];
-    const argv = [...isolation.prefix, "bash", ...bashArgs];
-    const child = await spawnShellProcess({ file: argv[0]!, args: argv.slice(1), cwd: this.cwd, env: this.options.env });
+    const launch = this.options.launch ? await this.options.launch(this.tag) : undefined;
+    const argv = [...(launch?.prefix ?? isolation.prefix), "bash", ...bashArgs];
+    const child = await spawnShellProcess({ file: argv[0]!, args: argv.slice(1), cwd: this.cwd, env: launch?.env ?? this.options.env });
     this.child = child;
     this.exited = new Promise((resolve) => {
+      const ended = () => void (launch?.close() ?? Promise.resolve()).finally(resolve);
       child.once("exit", (code: number | null, signal: NodeJS.Signals | null) => {
         this.dead = true;
         this.onExit(code ?? (signal ? 128 : null));
-        resolve();
+        ended();
       });
       child.once("error", (error: Error) => {
         this.stderrTail += String(error.message);
         this.dead = true;
         this.onExit(null);
-        resolve();
+        ended();
       });
     });
     child.stdout.on("data", (data: Buffer) => this.onData(data));

@@ -1,19 +1,38 @@
 import type { ShellServiceOptions } from "../../services.js";
 import type { ToolContext } from "../../types.js";
 import { ToolError } from "../../../errors.js";
+import { chooseSandbox, chooseSandboxAsync, createSandbox, unsandboxedEnv, type SandboxChoice } from "../sandbox/session.js";
 import type { BackgroundShell } from "./background-shell.js";
 import { IsolationProbe, ISOLATION_KEY, PROCESS_GROUP } from "./isolation.js";
 import { SHELLS_KEY, ShellManager } from "./shell-manager.js";
 
 export type { ShellServiceOptions } from "../../services.js";
 
-/** The session's ShellManager, created on first use; it is disposed when the session closes. */
-export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "services" | "workspace" | "clock">): ShellManager {
+type ShellContext = Pick<ToolContext, "session" | "runtime" | "services" | "workspace" | "clock" | "settings" | "agent" | "paths" | "log" | "emit">;
+
+/**
+ * The session's ShellManager, created on first use; it is disposed when the session closes.
+ * Its shells run in the agent's sandbox when there is one (see ../sandbox/session.ts); with
+ * sandbox.mode "required" and none, this throws SANDBOX_UNAVAILABLE and nothing starts.
+ */
+export function sessionShells(ctx: ShellContext, choice: SandboxChoice = chooseSandbox(ctx, "command")): ShellManager {
   const options: ShellServiceOptions = ctx.services.shell ?? {};
   return ctx.session.get(SHELLS_KEY, () => {
+    const env = unsandboxedEnv(options.env, ctx.agent.env);
+    const base = { workspace: ctx.workspace, clock: ctx.clock, loadBashrc: options.loadBashrc, env };
+    if (choice.sandboxed) {
+      return new ShellManager({
+        ...base,
+        isolation: PROCESS_GROUP,
+        sandbox: {
+          create: (folder) => createSandbox(ctx, choice, folder, options.env ?? process.env),
+          onBlocked: (toolCallId, host, port) => void ctx.emit({ type: "sandbox.blocked", toolCallId: toolCallId ?? null, host, port }).catch(() => undefined),
+        },
+      });
+    }
     const isolation =
       options.isolation === "process-group" ? PROCESS_GROUP : ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).get();
-    return new ShellManager({ workspace: ctx.workspace, isolation, clock: ctx.clock, loadBashrc: options.loadBashrc, env: options.env });
+    return new ShellManager({ ...base, isolation });
   });
 }
 
@@ -21,29 +40,28 @@ export function sessionShells(ctx: Pick<ToolContext, "session" | "runtime" | "se
  * sessionShells() once the isolation is known, detected without blocking when no warm-up has
  * yet: the blocking probe (spawnSync, ~100 ms on a busy machine) stopped every session's loop.
  */
-export async function openSessionShells(ctx: Parameters<typeof sessionShells>[0]): Promise<ShellManager> {
+export async function openSessionShells(ctx: ShellContext): Promise<ShellManager> {
   const options: ShellServiceOptions = ctx.services.shell ?? {};
-  if (options.isolation !== "process-group") await ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).warm();
-  return sessionShells(ctx);
+  const choice = await chooseSandboxAsync(ctx, "command");
+  if (!choice.sandboxed && options.isolation !== "process-group") await ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).warm();
+  return sessionShells(ctx, choice);
 }
 
 /**
  * bash's warm-up: detects the isolation without blocking, then has the session's shell
  * manager start the foreground shell in the workspace for the first bash call to adopt.
  */
-export async function prewarmSessionShell(ctx: Parameters<typeof sessionShells>[0]): Promise<void> {
-  const options: ShellServiceOptions = ctx.services.shell ?? {};
+export async function prewarmSessionShell(ctx: ShellContext): Promise<void> {
   try {
-    if (options.isolation !== "process-group") await ctx.runtime.get(ISOLATION_KEY, () => new IsolationProbe()).warm();
     // The session may have closed meanwhile: its scope then refuses the manager, and nothing starts.
-    await sessionShells(ctx).prewarm();
+    await (await openSessionShells(ctx)).prewarm();
   } catch {
     // Best effort: the first bash call starts its shell itself, and reports what fails.
   }
 }
 
 /** The background shell with this id, or SHELL_NOT_FOUND naming the ids that exist. */
-export function findBackground(ctx: Parameters<typeof sessionShells>[0], shellId: string): BackgroundShell {
+export function findBackground(ctx: Pick<ToolContext, "session">, shellId: string): BackgroundShell {
   const manager = ctx.session.peek<ShellManager>(SHELLS_KEY);
   const shell = manager?.background(shellId);
   if (shell) return shell;

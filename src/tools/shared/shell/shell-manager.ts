@@ -9,6 +9,11 @@ import { snapshotCommand } from "./bash-script.js";
 import { PROCESS_GROUP, type Isolation } from "./isolation.js";
 import { PersistentShell, type RunOptions, type RunResult } from "./persistent-shell.js";
 import { gatedStart } from "./start-gate.js";
+import { sandboxedLaunch, type ShellLaunch } from "./launch.js";
+import type { Sandbox } from "../sandbox/sandbox.js";
+
+/** Isolation of a sandboxed session: bubblewrap's argv comes per shell from its launch. */
+const SANDBOXED: Isolation = { mode: "sandbox", prefix: [] };
 
 /** Session resource key (`ctx.session.get(SHELLS_KEY, …)`). */
 export const SHELLS_KEY = "bash.shells";
@@ -24,6 +29,15 @@ export interface ShellManagerOptions {
   loadBashrc?: boolean;
   /** Environment for spawned shells. default: inherited */
   env?: Record<string, string | undefined>;
+  /** Every shell runs inside this session's sandbox (isolation is then "sandbox"). */
+  sandbox?: ShellSandboxOptions;
+}
+
+export interface ShellSandboxOptions {
+  /** Makes the sandbox, its private folder inside the session's shell folder. */
+  create(folder: string): Promise<Sandbox>;
+  /** The allowlist proxy refused a request of a shell started or driven by this call. */
+  onBlocked(toolCallId: string | undefined, host: string, port: number): void;
 }
 
 export interface ForegroundRun extends RunResult {
@@ -52,9 +66,17 @@ export class ShellManager implements Disposable {
   private disposed = false;
   /** The foreground shell started ahead of the first bash call (prewarm), not yet adopted. */
   private spare?: { cwd: string; shell: PersistentShell; started: Promise<boolean> };
+  private sandboxMade?: Promise<Sandbox>;
+  /** The bash call the foreground shell is running (a refused proxy request is reported as its). */
+  private foregroundCall?: string;
 
   constructor(private readonly options: ShellManagerOptions) {
-    this.isolation = options.isolation;
+    this.isolation = options.sandbox ? SANDBOXED : options.isolation;
+  }
+
+  /** The sandbox's private $HOME on the host (after the first shell started), if the shells are sandboxed. */
+  async sandboxHome(): Promise<string | undefined> {
+    return this.options.sandbox ? (await this.sandbox()).privateDir.home : undefined;
   }
 
   get isolationMode(): Isolation["mode"] {
@@ -67,9 +89,10 @@ export class ShellManager implements Disposable {
   }
 
   /** Runs a command in the persistent shell, spawning it (in `workingDir` on the first call) if needed. */
-  async run(command: string, options: RunOptions & { workingDir?: string }): Promise<ForegroundRun> {
+  async run(command: string, options: RunOptions & { workingDir?: string; toolCallId?: string }): Promise<ForegroundRun> {
     const existed = this.foreground?.alive === true;
     const shell = await this.ensureForeground(options.workingDir);
+    this.foregroundCall = options.toolCallId;
     const result = await shell.run(command, options);
     return {
       ...result,
@@ -84,7 +107,7 @@ export class ShellManager implements Disposable {
    * Starts a background shell in the foreground shell's current directory, with its
    * exported variables, functions and aliases when that shell is idle.
    */
-  async startBackground(command: string, workingDir?: string): Promise<BackgroundShell> {
+  async startBackground(command: string, workingDir?: string, toolCallId?: string): Promise<BackgroundShell> {
     this.assertOpen();
     this.initialDir ??= workingDir ?? this.options.workspace;
     let cwd = this.initialDir;
@@ -101,6 +124,8 @@ export class ShellManager implements Disposable {
     }
     const id = backgroundShellId();
     const tempDir = await this.tempDir();
+    const launched = this.options.sandbox ? await this.launch(id, () => toolCallId) : undefined;
+    if (this.disposed) await launched?.close();
     this.assertOpen();
     const background = new BackgroundShell({
       id,
@@ -111,6 +136,7 @@ export class ShellManager implements Disposable {
       clock: this.options.clock,
       env: this.options.env,
       snapshotFile,
+      launched,
     });
     this.backgrounds.set(id, background);
     return background;
@@ -180,7 +206,21 @@ export class ShellManager implements Disposable {
       clock: this.options.clock,
       loadBashrc: this.options.loadBashrc,
       env: this.options.env,
+      ...(this.options.sandbox ? { launch: (tag: string) => this.launch(tag, () => this.foregroundCall) } : {}),
     });
+  }
+
+  private sandbox(): Promise<Sandbox> {
+    if (!this.sandboxMade) {
+      this.sandboxMade = this.tempDir().then((folder) => this.options.sandbox!.create(folder));
+      this.sandboxMade.catch(() => undefined);
+    }
+    return this.sandboxMade;
+  }
+
+  private async launch(name: string, call: () => string | undefined): Promise<ShellLaunch> {
+    const sandbox = await this.sandbox();
+    return sandboxedLaunch(sandbox, name, (host, port) => this.options.sandbox!.onBlocked(call(), host, port));
   }
 
   /** The prewarmed shell if it started in `cwd` and still runs; otherwise it is ended. */
@@ -211,7 +251,8 @@ export class ShellManager implements Disposable {
       await gatedStart(() => shell.start());
     } catch (error) {
       // unshare passed the probe but failed here (e.g. a seccomp policy): fall back once.
-      if (this.isolation.mode === "process-group") throw error;
+      // Never out of a sandbox: a shell that cannot start inside it does not start.
+      if (this.isolation.mode !== "pid-namespace") throw error;
       this.isolation = PROCESS_GROUP;
       shell = this.makeShell(cwd);
       await gatedStart(() => shell.start());

@@ -1,0 +1,54 @@
+/**
+ * GET /health says whether bash and custom tools run sandboxed: `sandbox: { mode, active,
+ * backend }`, the typed client too; a server that cannot make a sandbox under "auto" logs
+ * one warning when it starts.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { VeilClient } from "../../src/client/index.js";
+import { detectSandbox, SANDBOX_SUPPORT_KEY, SandboxProbe } from "../../src/tools/shared/sandbox/probe.js";
+import { createRuntimeHarness, TEST_SECRET, type RuntimeHarness } from "../helpers/runtime.js";
+import { startFakeLlm } from "../helpers/fake-llm.js";
+import { built, spawnServer } from "../helpers/spawned-server.js";
+import { tmpWorkspace } from "../helpers/workspace.js";
+
+let h: RuntimeHarness;
+afterEach(async () => {
+  await h?.close();
+});
+
+const health = async (h: RuntimeHarness) => {
+  const server = await h.serve();
+  return new VeilClient({ baseUrl: server.url, secret: TEST_SECRET }).health();
+};
+
+describe("GET /health: the sandbox", () => {
+  it("reports bubblewrap active under the default mode (auto) where bwrap works", async () => {
+    expect(detectSandbox().available).toBe(true);
+    h = await createRuntimeHarness();
+    expect((await health(h)).sandbox).toEqual({ mode: "auto", active: true, backend: "bubblewrap" });
+  });
+
+  it("reports off, and required without a working sandbox", async () => {
+    h = await createRuntimeHarness({ settings: { sandbox: { mode: "off" } } });
+    expect((await health(h)).sandbox).toEqual({ mode: "off", active: false, backend: null });
+    await h.close();
+    h = await createRuntimeHarness({ settings: { sandbox: { mode: "required" } } });
+    h.runtime.resources.get(SANDBOX_SUPPORT_KEY, () => new SandboxProbe(() => detectSandbox("linux", "/nonexistent"), async () => detectSandbox("linux", "/nonexistent")));
+    expect((await health(h)).sandbox).toEqual({ mode: "required", active: false, backend: null });
+  });
+
+  it.skipIf(!built)("a server that cannot make a sandbox under auto warns once at start and reports it", async () => {
+    const ws = tmpWorkspace();
+    const llm = await startFakeLlm();
+    // No bwrap on PATH (node is started by its absolute path).
+    const server = await spawnServer(ws.root, { baseUrl: llm.baseUrl, env: { PATH: "/nonexistent" } });
+    try {
+      expect(await (await fetch(`${server.url}/health`)).json()).toMatchObject({ sandbox: { mode: "auto", active: false, backend: null } });
+      expect(server.stderr().match(/sandbox\.mode is \\?"auto\\?" but bubblewrap \(bwrap\) is not on PATH/g)).toHaveLength(1);
+    } finally {
+      await server.kill();
+      await llm.close();
+      ws.cleanup();
+    }
+  });
+});
