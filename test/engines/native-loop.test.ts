@@ -35,7 +35,7 @@ function request(overrides: Partial<RunRequest> = {}): RunRequest {
     reasoning: null,
     systemPrompt: "SYSTEM",
     history: [{ role: "user", content: "go" }],
-    toolset: { specs: () => [], warmUp: () => undefined } as unknown as SessionToolset,
+    toolset: { specs: () => [], warmUp: () => undefined, touches: () => [] } as unknown as SessionToolset,
     budget: async () => ({}),
     usageBefore: { ...ZERO_USAGE },
     signal: new AbortController().signal,

@@ -459,6 +459,13 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   }
 
   async function jsonReply(res: ServerResponse, r: StreamReply, id: string, model: string, body: any, cachedTokens: number): Promise<void> {
+    if (r.rawOnly) {
+      // A plain (stream: false) request answered with the scripted raw lines as its body: a garbled JSON answer.
+      const text = r.steps.flatMap((step) => (step.kind === "raw" ? [step.data] : [])).join("\n");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(text);
+      return;
+    }
     let content = "";
     let thinking = "";
     const toolCalls: object[] = [];

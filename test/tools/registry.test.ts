@@ -30,7 +30,7 @@ describe("SessionToolset: tiers, activation and permissions", () => {
 
   const agentWith = (mode: Partial<ModeConfig>): AgentConfig => ({ ...builtinDefaultAgent(), name: "tester", modes: { chat: { ...defaultMode(), ...mode } } });
   const makeSet = async (agent: AgentConfig, log = memoryLogger()) =>
-    SessionToolset.create({ builtins, custom, agent, mode: "chat", sessionId: h.sessionId, store: h.store, log, config: h.context().config });
+    SessionToolset.create({ builtins, custom, agent, mode: "chat", sessionId: h.sessionId, store: h.store, log, config: h.config });
   const specNames = (set: SessionToolset) => set.specs().map((s) => s.name);
 
   it("sends built-ins in tools[], lists custom tools only in the summary, until activated", async () => {
@@ -119,7 +119,7 @@ describe("SessionToolset: tiers, activation and permissions", () => {
 
   it("says which paths a call writes: write_file and edit_file their file, memory_write its MEMORY.md, others and failing calls none", async () => {
     const set = await makeSet(agentWith({}));
-    const memoryDir = h.context().config.paths.memoryDir;
+    const memoryDir = h.config.paths.memoryDir;
     const call = (name: string, args: unknown) => set.touches({ name, arguments: typeof args === "string" ? args : JSON.stringify(args) });
     expect(call("write_file", { file: "src/a.txt", content: "x" })).toEqual([h.ws.path("src", "a.txt")]);
     expect(call("edit_file", { file: h.ws.path("src", "..", "src", "a.txt"), old_string: "a", new_string: "b" })).toEqual([h.ws.path("src", "a.txt")]);

@@ -25,7 +25,7 @@ describe("the summary's 8 KB rule with skills", () => {
   afterEach(async () => h.close());
 
   const make = (custom: RegisteredTool[], skills: Skill[]) =>
-    SessionToolset.create({ builtins: withSkillTool(allBuiltinTools(), skills), custom, agent: builtinDefaultAgent(), mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger(), skills, config: h.context().config });
+    SessionToolset.create({ builtins: withSkillTool(allBuiltinTools(), skills), custom, agent: builtinDefaultAgent(), mode: "chat", sessionId: h.sessionId, store: h.store, log: memoryLogger(), skills, config: h.config });
 
   it("lists MCP tools and skills in full while both fit", async () => {
     const summary = (await make([mcpTool("small", "a"), mcpTool("small", "b")], [skill("alpha"), skill("beta")])).summary();
