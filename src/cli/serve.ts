@@ -5,8 +5,9 @@ import { warmSandbox } from "../tools/shared/sandbox/session.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
 import type { ServeCommand } from "./args.js";
+import { nextSteps, nextStepsText } from "./next-steps.js";
 import { modelWarning } from "./preflight.js";
-import { cliLogger, type CliIo } from "./terminal.js";
+import { cliLogger, logFormatOf, type CliIo } from "./terminal.js";
 
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
 export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
@@ -17,7 +18,7 @@ export async function serveCommand(command: ServeCommand, io: CliIo): Promise<nu
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
   });
-  const { secret, generated } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
+  const { secret, generated, source } = resolveSecret({ flag: command.secret, env: io.env.VEIL_SECRET, path: runtime.config.paths.secretPath });
   const server = await startServer({ runtime, secret, host: command.host, port: command.port }).catch(async (error: unknown) => {
     // Nothing was served: close the store and the runtime's processes before the error is printed.
     await runtime.close();
@@ -28,6 +29,10 @@ export async function serveCommand(command: ServeCommand, io: CliIo): Promise<nu
   if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);
+  // A first start says where to go from here: people read text, programs get one log entry.
+  const steps = nextSteps({ url: server.url, config: runtime.config, secretSource: source });
+  if (logFormatOf(io, command.logFormat) === "text") io.stderr(nextStepsText(steps));
+  else runtime.log.info("what to do next", { ...steps });
   // In the background: a big workspace must not delay the start.
   void cleanLeftovers({ workspace: runtime.config.paths.workspace, tmpDir: tmpdir() }).then(({ files, dirs }) => {
     if (files.length + dirs.length > 0) runtime.log.info("removed leftovers of dead servers", { files, dirs });

@@ -47,9 +47,14 @@ export function paintFor(env: CliIo["env"], isTTY: boolean | undefined): Paint {
   return useColour(env, isTTY) ? COLOURS : NO_COLOURS;
 }
 
+/** The log format in force: --log-format, else text on a terminal, JSON otherwise. */
+export function logFormatOf(io: CliIo, format: LogFormat | undefined): LogFormat {
+  return format ?? (io.stderrIsTTY ? "text" : "json");
+}
+
 /** The CLI's logger: short text lines on a terminal, JSON lines otherwise (or as --log-format says). */
 export function cliLogger(io: CliIo, format: LogFormat | undefined, defaultLevel: LogLevel): Logger {
-  const chosen = format ?? (io.stderrIsTTY ? "text" : "json");
+  const chosen = logFormatOf(io, format);
   const level = (["debug", "info", "warn", "error"].includes(io.env.VEIL_LOG_LEVEL ?? "") ? io.env.VEIL_LOG_LEVEL : defaultLevel) as LogLevel;
   return createLogger({ level, format: chosen === "text" ? textLogFormat : jsonLogFormat, write: (line) => io.stderr(line + "\n") });
 }
