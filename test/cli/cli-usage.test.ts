@@ -244,6 +244,15 @@ describe.skipIf(!built)("veil serve, tools and sessions", () => {
     const text = await withServer(["--log-format", "text"], async () => {}, unconfigured);
     expect(text.stderr).toMatch(/^\d\d:\d\d:\d\d WARN  chat will fail until a model is configured: /m);
     expect(text.stderr).not.toMatch(/\{"level"/);
+    // What to do next: text lines for a person, one entry for a program reading JSON logs.
+    expect(text.stderr).toMatch(/^Dashboard  http:\/\/127\.0\.0\.1:\d+\/ in a browser \(the same address serves the HTTP API\); sign in with the secret$/m);
+    expect(text.stderr).toMatch(/^Secret     the --secret given$/m);
+    expect(text.stderr).toMatch(/^API        curl -H "Authorization: Bearer \$VEIL_SECRET" http:\/\/127\.0\.0\.1:\d+\/sessions$/m);
+    expect(text.stderr).toMatch(/^Model      not ready, chat fails until it is: no model configured/m);
+    expect(text.stderr).toMatch(/^ {11}point it at any OpenAI-compatible endpoint, e\.g\. VEIL_BASE_URL=/m);
+    const ready = configured.stderr.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, string>).find((e) => e.msg === "what to do next");
+    expect(ready).toMatchObject({ model: `fake-model (provider "env" at ${llm.baseUrl})` });
+    expect(ready).not.toHaveProperty("modelHint");
   });
 
   it("veil tools prints descriptions; veil tools --json is the shape GET /tools answers", async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { builtStamp, sourceStamp } from "../../scripts/build-stamp.mjs";
+import { BUILD_OUTPUTS, builtStamp, sourceStamp } from "../../scripts/build-stamp.mjs";
 
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
@@ -103,6 +103,39 @@ describe.skipIf(!isClone)("the README's first command in a fresh clone", () => {
     expect(served.health).toMatchObject({ ok: true });
     expect(served.page).toContain('src="/dashboard/app.js"');
     expect(served.sessions).toBe(200);
+  });
+});
+
+describe("the build stamp that prepare compares", () => {
+  it("matches the sources it was written for, and no longer once a source changes or an output is gone", () => {
+    const tree = realpathSync(mkdtempSync(join(tmpdir(), "veil-stamp-")));
+    try {
+      const write = (path: string, text: string) => {
+        mkdirSync(join(tree, path, ".."), { recursive: true });
+        writeFileSync(join(tree, path), text);
+      };
+      write("package.json", "{}");
+      write("src/main.ts", "one");
+      write("dashboard/src/app.ts", "page");
+      for (const output of BUILD_OUTPUTS) write(output, "built");
+      write("dist/.build-stamp", `${sourceStamp(tree)}\n`);
+      expect(builtStamp(tree)).toBe(sourceStamp(tree));
+      // Outputs are not inputs: dist/ and node_modules may change without a rebuild.
+      write("dist/src/extra.js", "x");
+      write("node_modules/pkg/index.js", "x");
+      expect(builtStamp(tree)).toBe(sourceStamp(tree));
+      write("src/main.ts", "two");
+      expect(builtStamp(tree)).not.toBe(sourceStamp(tree));
+      write("src/main.ts", "one");
+      write("src/new.ts", "");
+      expect(builtStamp(tree)).not.toBe(sourceStamp(tree));
+      rmSync(join(tree, "src/new.ts"));
+      expect(builtStamp(tree)).toBe(sourceStamp(tree));
+      rmSync(join(tree, BUILD_OUTPUTS[1]!));
+      expect(builtStamp(tree)).toBeNull();
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
   });
 });
 
