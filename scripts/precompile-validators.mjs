@@ -16,11 +16,11 @@ const { allBuiltinTools } = await import("../dist/src/core/builtins.js");
 const { AgentFileSchema, HooksFileSchema, ModelsFileSchema, SettingsFileSchema } = await import("../dist/src/config/schemas.js");
 const { VALIDATOR_OPTIONS } = await import("../dist/src/base/validation.js");
 // A server compiled these on its first request of each kind: ~100 ms with the loop stopped.
-const { ChatBody, CreateBody } = await import("../dist/src/server/routes/sessions.js");
+const { ChatBody, CloseBody, CreateBody, PatchBody } = await import("../dist/src/server/routes/sessions.js");
 const { CompletionBody } = await import("../dist/src/server/routes/completions.js");
 const { ArmBody } = await import("../dist/src/server/routes/wakeups.js");
 const { MintBody, ResultBody } = await import("../dist/src/server/routes/remote-methods.js");
-const bodies = [ChatBody, CreateBody, CompletionBody, ArmBody, MintBody, ResultBody];
+const bodies = [ChatBody, CloseBody, CreateBody, PatchBody, CompletionBody, ArmBody, MintBody, ResultBody];
 if (bodies.some((schema) => !schema)) throw new Error("precompile-validators: a request-body schema is no longer exported where this script looks");
 
 const texts = [

@@ -77,7 +77,11 @@ async function main(): Promise<number> {
     case "tools":
       return (await import("./cli/listings.js")).toolsCommand(command, io);
     case "sessions":
-      return (await import("./cli/listings.js")).sessionsCommand(command, io);
+      return (await import("./cli/sessions.js")).sessionsCommand(command, io);
+    case "sessions close":
+      return (await import("./cli/sessions.js")).sessionsCloseCommand(command, io);
+    case "sessions prune":
+      return (await import("./cli/sessions.js")).sessionsPruneCommand(command, io);
   }
 }
 

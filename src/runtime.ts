@@ -18,6 +18,7 @@ import { RemoteMethodService } from "./core/remote-methods.js";
 import { Resources } from "./core/resources.js";
 import { HookRunner } from "./core/hooks.js";
 import { SessionManager } from "./core/session-manager.js";
+import { SessionSweeper } from "./core/session-cleanup.js";
 import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
 import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
@@ -91,6 +92,8 @@ export interface Runtime {
   multiAgent: MultiAgentService;
   /** Lifecycle hooks (PreToolUse… ); `veil mcp` runs its calls through them too. */
   hooks: HookRunner;
+  /** serve: closes one-shot sessions idle past limits.idleSessionTtl (at start, then every minute); null for oneshot. */
+  sweeper: SessionSweeper | null;
   /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
   /** The server's address, set once it listens (web_fetch refuses it). */
@@ -175,6 +178,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   sessions.onClose(async (parentId) => {
     for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
   });
+  const sweeper = mode === "serve" ? new SessionSweeper({ store, sessions, clock, log, settings: config.settings }) : null;
 
   let started: Promise<void> | null = null;
   const runtime: Runtime = {
@@ -197,6 +201,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     streamTokens,
     multiAgent,
     hooks,
+    sweeper,
     services,
     selfAddress,
     agents,
@@ -214,10 +219,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
         await wakeups.start();
         // 4. Messages still in an inbox start their runs.
         await sessions.resumeInboxes();
+        // 5. One-shot sessions idle past limits.idleSessionTtl are closed, now and every minute.
+        await sweeper?.start();
       })();
       return started;
     },
     async close() {
+      await sweeper?.stop();
       await sessions.shutdown();
       await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.

@@ -54,6 +54,8 @@ export type VeilEventBody =
   /** The history was compacted; `summaryMessageId` is null when no summary was made. */
   | { type: "session.compacted"; reason: "auto" | "manual" | "overflow"; tokensBefore: number; tokensAfter: number; summaryMessageId: string | null }
   | { type: "todo.updated"; todos: unknown[] }
+  /** The session's title was set: from its first message, or by PATCH /sessions/:id (null: cleared). */
+  | { type: "session.titled"; title: string | null }
   /** One hook command ran. exitCode is null when it was killed at its timeout or could not start. */
   | { type: "hook.run"; event: string; command: string; exitCode: number | null; durationMs: number; blocked: boolean; timedOut?: boolean }
   | { type: "method.pending"; id: string; method: string; data: unknown; createdAt: string }

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { DURATION_PATTERN, parseDuration } from "../base/duration.js";
 
 export type LogFormat = "text" | "json";
 
@@ -19,10 +20,22 @@ export type RunCommand = Common & {
   session?: string;
   continueLast: boolean;
 };
-export type ListCommand = Common & { kind: "agents" | "sessions"; json: boolean };
+export type ListCommand = Common & { kind: "agents"; json: boolean };
 export type ToolsCommand = Common & { kind: "tools"; agent: string; json: boolean };
+export type SessionsCommand = Common & { kind: "sessions"; json: boolean; all: boolean; search?: string };
+export type SessionsCloseCommand = Common & { kind: "sessions close"; ids: string[]; json: boolean };
+export type SessionsPruneCommand = Common & { kind: "sessions prune"; idleMs: number; idle: string; dryRun: boolean; json: boolean };
 
-export type Command = ServeCommand | RunCommand | ListCommand | ToolsCommand | { kind: "help"; text: string } | { kind: "version" };
+export type Command =
+  | ServeCommand
+  | RunCommand
+  | ListCommand
+  | ToolsCommand
+  | SessionsCommand
+  | SessionsCloseCommand
+  | SessionsPruneCommand
+  | { kind: "help"; text: string }
+  | { kind: "version" };
 
 interface OptionSpec {
   type: "string" | "boolean";
@@ -75,7 +88,33 @@ const COMMANDS: Record<string, CommandSpec> = {
     summary: "list the tools an agent sees, with tier, state and description",
     options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent (default: default)" }, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP },
   },
-  sessions: { summary: "list the workspace's sessions", options: { workspace: WORKSPACE, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP } },
+  sessions: {
+    summary: "list the workspace's open sessions, most recently active first",
+    options: {
+      workspace: WORKSPACE,
+      all: { type: "boolean", help: "closed sessions too" },
+      search: { type: "string", value: "TEXT", help: "only sessions whose title, id or agent contains TEXT (any case)" },
+      json: JSON_OUT,
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
+  "sessions close": {
+    summary: "close sessions: kill their shells, drop their timers, close their sub-agents",
+    args: "ID...",
+    options: { workspace: WORKSPACE, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP },
+  },
+  "sessions prune": {
+    summary: "close every open top-level session with no activity for a while",
+    options: {
+      workspace: WORKSPACE,
+      idle: { type: "string", value: "DURATION", help: "how long without activity: 90s, 30m, 24h, 7d, 2w (required)" },
+      "dry-run": { type: "boolean", help: "only list what would be closed" },
+      json: JSON_OUT,
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
   mcp: {
     summary: "serve an agent's built-in tools as an MCP server over stdio",
     options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent whose tools and permissions apply (default: default)" }, help: HELP },
@@ -100,7 +139,7 @@ ${Object.entries(COMMANDS)
 
 Commands:
 ${Object.entries(COMMANDS)
-  .map(([name, spec]) => `  ${name.padEnd(10)} ${spec.summary}`)
+  .map(([name, spec]) => `  ${name.padEnd(15)} ${spec.summary}`)
   .join("\n")}
 `;
 
@@ -125,9 +164,17 @@ export class UsageError extends Error {
   }
 }
 
+/** Commands with a sub-command ("sessions close") are found by their first two words. */
+function commandName(argv: readonly string[]): [string | undefined, string[]] {
+  const [first, second, ...rest] = argv;
+  const two = `${first} ${second}`;
+  if (second !== undefined && Object.hasOwn(COMMANDS, two)) return [two, rest];
+  return [first, argv.slice(1)];
+}
+
 /** argv → a typed command. No side effects; `cwd` is passed in. */
 export function parseCommand(argv: readonly string[], cwd: string): Command {
-  const [name, ...rest] = argv;
+  const [name, rest] = commandName(argv);
   if (!name || name === "--help" || name === "-h") return { kind: "help", text: USAGE };
   if (name === "help") return { kind: "help", text: rest[0] && COMMANDS[rest[0]] ? commandUsage(rest[0]) : USAGE };
   if (name === "--version" || name === "-v" || name === "version") return { kind: "version" };
@@ -138,7 +185,7 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
   if (values.help) return { kind: "help", text: usage };
   const common: Common = { workspace: (values.workspace as string | undefined) ?? cwd, logFormat: logFormat(values["log-format"], name, usage) };
   const json = Boolean(values.json);
-  if (name !== "run" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
+  if (name !== "run" && name !== "sessions close" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
   switch (name) {
     case "serve": {
       const raw = values.port as string | undefined;
@@ -158,8 +205,19 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
     }
     case "tools":
       return { kind: "tools", ...common, agent: (values.agent as string | undefined) ?? "default", json };
+    case "sessions":
+      return { kind: "sessions", ...common, json, all: Boolean(values.all), search: (values.search as string | undefined)?.trim() || undefined };
+    case "sessions close":
+      if (positionals.length === 0) throw new UsageError("veil sessions close: name the sessions to close (their ids, as veil sessions lists them)", usage);
+      return { kind: "sessions close", ...common, ids: positionals, json };
+    case "sessions prune": {
+      const idle = values.idle as string | undefined;
+      if (idle === undefined) throw new UsageError("veil sessions prune: --idle DURATION is required (e.g. --idle 7d)", usage);
+      if (!new RegExp(DURATION_PATTERN).test(idle)) throw new UsageError(`veil sessions prune: --idle takes a number and a unit (90s, 30m, 24h, 7d, 2w), got ${JSON.stringify(idle)}`, usage);
+      return { kind: "sessions prune", ...common, idle: idle.trim(), idleMs: parseDuration(idle, "--idle"), dryRun: Boolean(values["dry-run"]), json };
+    }
     default:
-      return { kind: name as "agents" | "sessions", ...common, json };
+      return { kind: "agents", ...common, json };
   }
 }
 

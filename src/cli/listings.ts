@@ -3,7 +3,7 @@ import { warnUnknownKeysOnce } from "../config/unknown-keys.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { describeTools, publicToolList, type ToolListing } from "../tools/catalog.js";
-import type { ListCommand, ToolsCommand } from "./args.js";
+import type { ListCommand, LogFormat, ToolsCommand } from "./args.js";
 import { cliLogger, type CliIo } from "./terminal.js";
 
 /** Widest description shown in a listing line; `--json` has the whole text. */
@@ -45,17 +45,8 @@ export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<nu
   });
 }
 
-export async function sessionsCommand(command: ListCommand, io: CliIo): Promise<number> {
-  return withRuntime(command, io, async (runtime) => {
-    const rows = await runtime.store.listSessions();
-    if (command.json) io.stdout(JSON.stringify(rows, null, 2) + "\n");
-    else if (rows.length === 0) io.stdout(`no sessions in ${runtime.config.paths.workspace}\n`);
-    else for (const s of rows) io.stdout(`${s.id}  ${s.agent.padEnd(14)} ${s.status.padEnd(9)} ${s.updated_at}  ctx=${s.context_size}${s.parent_session_id ? `  parent=${s.parent_session_id}` : ""}\n`);
-    return 0;
-  });
-}
-
-async function withRuntime(command: ListCommand | ToolsCommand, io: CliIo, body: (runtime: Runtime) => Promise<number>): Promise<number> {
+/** A one-shot runtime over the workspace for the length of one listing or command. */
+export async function withRuntime(command: { workspace: string; logFormat?: LogFormat }, io: CliIo, body: (runtime: Runtime) => Promise<number>): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, mode: "oneshot", env: io.env, log: cliLogger(io, command.logFormat, "warn") });
   try {
     return await body(runtime);

@@ -74,7 +74,7 @@ async function serveTools(runtime: Runtime, agent: AgentConfig, stdio: McpStdio)
 
   const mode = modeConfig(agent, MODE);
   const tools = new Map(runtime.builtins.filter((t) => !TIER_TOOLS.has(t.name) && isToolAllowed(mode, t.name)).map((t) => [t.name, t]));
-  const session = await runtime.sessions.create({ agent: agent.name, mode: MODE });
+  const session = await runtime.sessions.create({ agent: agent.name, mode: MODE, origin: "mcp", title: `veil mcp (agent ${agent.name})` });
   const sessionResources = new Resources();
   const calls = await externalCalls(runtime, agent, session.id, sessionResources, [...tools.values()]);
   const server = new Server({ name: "veil", version: VERSION }, { capabilities: { tools: {} } });

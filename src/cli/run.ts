@@ -2,6 +2,7 @@ import type { VeilEvent } from "../base/events.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
+import { closeExpiredSessions } from "../core/session-cleanup.js";
 import { preview } from "../tools/format.js";
 import { UsageError, commandUsage, type RunCommand } from "./args.js";
 import { answerApprovals } from "./approval-prompt.js";
@@ -66,17 +67,20 @@ async function resolvePrompt(command: RunCommand, io: CliIo): Promise<string> {
 
 /** A new session of the chosen agent, the one named by --session, or the last active one (--continue). */
 async function pickSession(runtime: Runtime, command: RunCommand): Promise<SessionRow> {
+  // One-shot sessions nobody continued within limits.idleSessionTtl are closed first, so
+  // --continue never picks one that has expired (the server does the same every minute).
+  await closeExpiredSessions({ store: runtime.store, sessions: runtime.sessions, clock: runtime.clock, settings: runtime.config.settings }, { origins: ["run"] });
   if (command.session !== undefined) {
     const row = await runtime.sessions.get(command.session);
     if (row.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${row.id}" is closed; start a new one without --session`);
-    return row;
+    return runtime.sessions.keep(row.id);
   }
   if (command.continueLast) {
     const row = lastActive(await runtime.store.listSessions());
     if (!row) throw new VeilError("SESSION_NOT_FOUND", `no open top-level session to continue in ${runtime.config.paths.workspace}; run without --continue to start one`);
-    return row;
+    return runtime.sessions.keep(row.id);
   }
-  return runtime.sessions.create({ agent: command.agent ?? "default" });
+  return runtime.sessions.create({ agent: command.agent ?? "default", origin: "run", ephemeral: true });
 }
 
 /** The most recently active open top-level session (sub-agents are continued through their parent). */

@@ -3,13 +3,14 @@ import type {
   Agent,
   ChatOptions,
   ChatReply,
+  CloseManyResult,
   CompactionResult,
   CreateSession,
   EventStreamOptions,
   Health,
   Message,
   Session,
-  SessionStatus,
+  SessionListFilter,
   Skill,
   StreamToken,
   Tool,
@@ -84,9 +85,16 @@ export class VeilClient {
 
   readonly sessions = {
     create: (input: CreateSession = {}): Promise<Session> => this.json("POST", "/sessions", input),
-    list: (filter: { status?: SessionStatus; parent?: string } = {}): Promise<Session[]> => this.json("GET", `/sessions${query(filter)}`),
+    /** Most recently active first (`order: "created"`: oldest first); `q` searches titles, ids, agents and instance names. */
+    list: (filter: SessionListFilter = {}): Promise<Session[]> => this.json("GET", `/sessions${query({ ...filter })}`),
     get: (id: string): Promise<Session> => this.json("GET", `/sessions/${enc(id)}`),
+    /** Sets the title (`null` clears it); a session given a title is no longer ephemeral. */
+    rename: (id: string, title: string | null): Promise<Session> => this.json("PATCH", `/sessions/${enc(id)}`, { title }),
     close: (id: string): Promise<Session> => this.json("DELETE", `/sessions/${enc(id)}`),
+    /** Closes several sessions (`POST /sessions/close`): ids that name none come back in `notFound`. */
+    closeMany: (ids: readonly string[]): Promise<CloseManyResult> => this.json("POST", "/sessions/close", { ids }),
+    /** Closes every open top-level session with no activity for `idle` ("7d", "24h", …). */
+    prune: (idle: string): Promise<CloseManyResult> => this.json("POST", "/sessions/close", { idle }),
     cancel: (id: string): Promise<{ ok: true; cancelled: boolean; session: Session }> => this.json("POST", `/sessions/${enc(id)}/cancel`),
     suspend: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/suspend`),
     resume: (id: string): Promise<{ ok: true; session: Session }> => this.json("POST", `/sessions/${enc(id)}/resume`),

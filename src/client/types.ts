@@ -31,9 +31,15 @@ export interface BudgetOverride {
 /** A session row (`GET /sessions/:id`). */
 export interface Session {
   id: string;
+  /** One line: given on create or by `rename`, else made from the first message; null until then. */
+  title: string | null;
   agent: string;
   mode: string;
   status: SessionStatus;
+  /** Who started it: "api", "run" (veil run), "openai" (agent/<name> on the OpenAI wire), "agent" (a sub-agent). */
+  origin: string;
+  /** A one-shot session nobody continued: closed once idle for limits.idleSessionTtl. */
+  ephemeral: boolean;
   parent_session_id: string | null;
   spawn_depth: number;
   instance_name: string | null;
@@ -41,6 +47,8 @@ export interface Session {
   reasoning: Reasoning | null;
   budget_override: BudgetOverride | null;
   context_size: number;
+  /** The window of the model its next turn would use. */
+  context_window: number;
   token_usage: TokenUsage;
   /** The session's spend in USD at models.json prices (0 when unpriced). */
   cost_usd: number;
@@ -51,10 +59,28 @@ export interface Session {
 
 export interface CreateSession {
   agent?: string;
+  /** One line, at most 200 characters; absent: made from the first message. */
+  title?: string;
   mode?: string;
   model?: string;
   reasoning?: Reasoning;
   budget_override?: BudgetOverride;
+}
+
+export interface SessionListFilter {
+  status?: SessionStatus;
+  parent?: string;
+  /** Only sessions whose title, id, agent or instance name contains this text (any case). */
+  q?: string;
+  /** "activity" (default): most recently active first; "created": oldest first. */
+  order?: "activity" | "created";
+  limit?: number;
+}
+
+/** `POST /sessions/close`: the sessions now closed (those closed already included), and the ids that named none. */
+export interface CloseManyResult {
+  closed: Session[];
+  notFound: string[];
 }
 
 export interface ChatOptions {

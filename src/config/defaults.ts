@@ -12,7 +12,7 @@ export function defaultSettings(): Settings {
     webFetch: { allowHosts: [] },
     webSearch: { endpoint: DEFAULT_WEB_SEARCH_ENDPOINT },
     retry: { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 30_000 },
-    limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024 },
+    limits: { maxLiveSessions: 200, maxBodyBytes: 10 * 1024 * 1024, idleSessionTtl: "24h" },
     wakeup: { minLoopSeconds: 10 },
     defaultCompaction: defaultCompaction(),
     store: { type: "sqlite" },

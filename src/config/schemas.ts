@@ -1,4 +1,5 @@
 import { Type } from "../schema.js";
+import { DURATION_PATTERN } from "../base/duration.js";
 import type { ReasoningEffort, ReasoningStyle, SandboxMode, SandboxNetwork } from "./types.js";
 
 /**
@@ -154,6 +155,11 @@ export const SettingsFileSchema = Type.Object(
       Type.Object({
         maxLiveSessions: Type.Optional(Type.Integer({ minimum: 1 })),
         maxBodyBytes: Type.Optional(Type.Integer({ minimum: 1024 })),
+        idleSessionTtl: Type.Optional(
+          Type.Union([Type.String({ pattern: `${DURATION_PATTERN}|^off$` }), Type.Number({ minimum: 0 })], {
+            description: 'How long a session that veil run or the OpenAI wire started, and nobody continued, stays open once idle: "24h", "7d", … or seconds; 0 or "off": never.',
+          }),
+        ),
       }),
     ),
     wakeup: Type.Optional(Type.Object({ minLoopSeconds: Type.Optional(Type.Number({ minimum: 0 })) })),

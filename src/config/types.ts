@@ -122,6 +122,12 @@ export interface Settings {
     maxLiveSessions: number;
     /** HTTP request body cap, bytes. default: 10 MiB */
     maxBodyBytes: number;
+    /**
+     * Sessions a one-shot caller started (`veil run`, `agent/<name>` on the OpenAI wire) and
+     * nobody continued are closed once idle this long: "24h", "7d", … or seconds; 0 or "off":
+     * never. default: "24h"
+     */
+    idleSessionTtl: string | number;
   };
   wakeup: {
     /** Shortest interval for a looping wake-up, seconds. default: 10 */

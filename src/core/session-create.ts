@@ -3,6 +3,7 @@ import type { NewSession, SessionRow } from "../store/store.js";
 import { modeConfig } from "../tools/permissions.js";
 import { recordSessionStart } from "./session-hooks.js";
 import type { SessionWriter } from "./session-writer.js";
+import { chosenTitle } from "./session-title.js";
 import type { CreateSessionInput, SessionManagerDeps } from "./session-types.js";
 
 /**
@@ -32,6 +33,9 @@ export async function createSession(deps: Omit<SessionManagerDeps, "services">, 
     instance_name: input.instance_name ?? null,
     objective: input.objective ?? null,
     success_criteria: input.success_criteria ?? null,
+    title: chosenTitle(input.title ?? null),
+    origin: input.origin ?? "api",
+    ephemeral: input.ephemeral === true,
   };
   const created = await deps.store.createSession(row);
   await recordSessionStart(deps.hooks, writerFor(created.id), "startup");

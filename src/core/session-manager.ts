@@ -3,11 +3,10 @@ import { VeilError } from "../errors.js";
 import type { RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { ControlAction } from "../store/cluster.js";
-import type { MessageRow, SessionRow, SessionStatus } from "../store/store.js";
-import { rowsToMessages } from "./context-builder.js";
+import type { SessionRow, SessionStatus } from "../store/store.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
-import { runOptionsOf, withoutRunOptions, withRunOptions } from "./inbox-run-options.js";
-import type { RunObserver, RunRecorder } from "./recorder.js";
+import { runOptionsOf, withRunOptions } from "./inbox-run-options.js";
+import type { RunObserver } from "./recorder.js";
 import type { Resources } from "./resources.js";
 import { prepareRun, type RunSetupDeps } from "./run-setup.js";
 import type { CompactionOutcome } from "./compaction/session-context.js";
@@ -17,7 +16,10 @@ import { recordSessionStart, screenPrompt } from "./session-hooks.js";
 import { handPendingToOwner, runHereOrAwaitOwner, type RunGate } from "./cluster/run-gate.js";
 import { createSession } from "./session-create.js";
 import { checkModelReady } from "./model-ready.js";
-import { executeRun, type RunHost, type RunInbox } from "./run.js";
+import { renameSession, titleFromFirstMessage } from "./session-title.js";
+import { SessionTeardown } from "./session-teardown.js";
+import { runInbox } from "./inbox-drain.js";
+import { executeRun, type RunHost } from "./run.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
@@ -35,7 +37,7 @@ export type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps }
 export class SessionManager {
   private readonly live = new Map<string, LiveSession>();
   private readonly observers = new RunObservers();
-  private readonly closeListeners = new Set<(sessionId: string) => void | Promise<void>>();
+  private readonly teardown: SessionTeardown;
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
   private stopping = false;
@@ -50,6 +52,7 @@ export class SessionManager {
     this.services = Object.freeze(deps.services(this));
     this.setup = { ...deps, services: this.services, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
     this.runHost = this.createRunHost();
+    this.teardown = new SessionTeardown(deps, this.live);
   }
 
   /** Cluster hook: runs start only on the lease holder from now on. */
@@ -77,6 +80,17 @@ export class SessionManager {
   /** The key a turn would use, once its engine has what it needs; CONFIG_ERROR names what is missing (see model-ready.ts). */
   checkModelReady(session: Pick<SessionRow, "agent" | "model">, perCallModel?: string): Promise<string> {
     return checkModelReady(this.deps, session, perCallModel);
+  }
+
+  /** The caller's title (null clears); a session someone names is kept (no longer ephemeral). */
+  async rename(id: string, title: string | null): Promise<SessionRow> {
+    return renameSession(this.deps, id, title);
+  }
+
+  /** Someone came back to a one-shot session (`--continue`, `agent/<name>/<id>`, a chat over HTTP): it is no longer closed when idle. */
+  async keep(id: string): Promise<SessionRow> {
+    const session = await this.get(id);
+    return session.ephemeral ? this.deps.store.updateSession(id, { ephemeral: false }) : session;
   }
 
   isRunning(id: string): boolean {
@@ -144,6 +158,7 @@ export class SessionManager {
       live.pending.delete(messageId);
       throw error;
     }
+    if (session.title === null) await titleFromFirstMessage(this.deps, id, message);
     const delivery = live.run ? "queued" : "started";
     if (!live.run) {
       if (this.gate) void this.startIfOwner(id, live, messageId, options);
@@ -227,29 +242,20 @@ export class SessionManager {
   private async closeHere(id: string): Promise<SessionRow> {
     const session = await this.get(id);
     if (session.status === "closed") return session;
-    const live = this.liveFor(id);
-    live.closing = true;
-    if (live.run) {
-      live.run.controller.abort(new VeilError("SESSION_CLOSED", "session closed"));
-      await live.run.done;
-    }
-    for (const listener of this.closeListeners) {
-      try {
-        await listener(id);
-      } catch (error) {
-        this.deps.log.warn("close listener failed", { sessionId: id, error: String(error) });
-      }
-    }
-    live.context.abandon(new VeilError("SESSION_CLOSED", `session "${id}" was closed before it could compact`));
-    await live.resources.dispose();
-    this.live.delete(id);
-    this.deps.hooks?.endSession(id);
+    await this.teardown.tearDown(id, this.liveFor(id));
     return this.setStatus(id, "closed", "closed");
   }
 
+  /**
+   * Sessions this process holds that another process closed in the store (`veil sessions
+   * close` works there): their shells, timers and sub-agents here are ended too.
+   */
+  releaseClosedElsewhere(): Promise<string[]> {
+    return this.teardown.releaseClosedElsewhere();
+  }
+
   onClose(listener: (sessionId: string) => void | Promise<void>): () => void {
-    this.closeListeners.add(listener);
-    return () => void this.closeListeners.delete(listener);
+    return this.teardown.onClose(listener);
   }
 
   onResume(listener: (sessionId: string) => void | Promise<void>): () => void {
@@ -405,33 +411,7 @@ export class SessionManager {
       sessionObservers: (id) => this.observers.of(id),
       getSession: (id) => this.get(id),
       notOwner: (id, live) => this.notOwner(id, live),
-      inbox: (id, live, recorder) => this.inboxIO(id, live, recorder),
+      inbox: (id, live, recorder) => runInbox(id, live, recorder, this.deps.store, () => this.gate),
     };
-  }
-
-  private inboxIO(id: string, live: LiveSession, recorder: RunRecorder): RunInbox {
-    return {
-      nextInputs: async () => rowsToMessages(await this.drain(id, live, recorder)),
-      hasPendingInput: () => live.pending.size > 0,
-      drainRest: () => this.drain(id, live, recorder),
-    };
-  }
-
-  /** Moves this session's inbox into the history, in arrival order, exactly once. */
-  private async drain(id: string, live: LiveSession, recorder: RunRecorder): Promise<MessageRow[]> {
-    if (!live.inbox.mustRead(live.pending.size)) return [];
-    const items = await this.deps.store.listInbox(id);
-    if (items.length === 0) return [];
-    const rows = await recorder.deliverInbox(items, (item) => ({ id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) }));
-    for (const row of rows) {
-      const waiter = live.pending.get(row.id);
-      if (waiter) {
-        live.pending.delete(row.id);
-        live.consumed.push(waiter.resolve);
-        // Sent here while another node held the session, run here after a takeover.
-        this.gate?.forgetRemoteResult(id, row.id);
-      }
-    }
-    return rows;
   }
 }

@@ -32,6 +32,12 @@ export interface CreateSessionInput {
   instance_name?: string | null;
   objective?: string | null;
   success_criteria?: string | null;
+  /** One line (folded); null or absent: made from the first message. */
+  title?: string | null;
+  /** Who starts it: "api" (default), "run", "openai", "agent". */
+  origin?: string;
+  /** A one-shot caller's session: closed once idle for limits.idleSessionTtl unless continued. */
+  ephemeral?: boolean;
 }
 
 export interface SendOptions {

@@ -5,7 +5,7 @@ import { apiError } from "./errors.js";
 
 /** What a cross-origin UI may send: the bearer secret, JSON bodies, and SSE's reconnect header. */
 const ALLOWED_HEADERS = "authorization, content-type, last-event-id, accept";
-const ALLOWED_METHODS = "GET, HEAD, POST, PUT, DELETE";
+const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
 /** Seconds a browser may cache a preflight answer. */
 const PREFLIGHT_MAX_AGE = 600;
 

@@ -5,7 +5,7 @@ import { VERSION } from "../version.js";
 import type { AppEnv, ServerState } from "./context.js";
 import { CompletionBody } from "./routes/completions.js";
 import { MintBody, ResultBody } from "./routes/remote-methods.js";
-import { ChatBody, CreateBody } from "./routes/sessions.js";
+import { ChatBody, CloseBody, CreateBody, PatchBody } from "./routes/sessions.js";
 import { ArmBody } from "./routes/wakeups.js";
 
 /**
@@ -18,7 +18,7 @@ export function openApiRoutes(app: Hono<AppEnv>, _state: ServerState): void {
   app.get("/openapi.json", (c) => c.json(openApiDocument(app.routes)));
 }
 
-type Method = "get" | "post" | "put" | "delete";
+type Method = "get" | "post" | "put" | "patch" | "delete";
 
 interface Doc {
   summary: string;
@@ -49,13 +49,17 @@ const TokenUsage = Type.Object({}, { additionalProperties: { type: "integer" }, 
 const SessionSchema = Type.Object(
   {
     id: Type.String(),
+    title: Type.Union([Type.String(), Type.Null()], { description: "one line: given on create or PATCH, else made from the first message" }),
     agent: Type.String(),
     mode: Type.String(),
     status: Type.Union([Type.Literal("idle"), Type.Literal("running"), Type.Literal("suspended"), Type.Literal("closed")]),
+    origin: Type.String({ description: "who started it: api (POST /sessions), run (veil run), openai (agent/<name> on the OpenAI wire), agent (a sub-agent)" }),
+    ephemeral: Type.Boolean({ description: "a one-shot session nobody continued: closed once idle for limits.idleSessionTtl" }),
     parent_session_id: Type.Union([Type.String(), Type.Null()]),
     spawn_depth: Type.Integer(),
     model: Type.Union([Type.String(), Type.Null()]),
     context_size: Type.Integer(),
+    context_window: Type.Integer({ description: "the window of the model the next turn would use (models.json, else the built-in catalogue, else 128000)" }),
     token_usage: TokenUsage,
     cost_usd: Type.Number({ description: "the session's spend in USD at models.json prices (0 when unpriced)" }),
     created_at: Type.String({ format: "date-time" }),
@@ -130,9 +134,21 @@ const DOCS: Record<string, Doc> = {
     response: ListOf(SkillSchema),
   },
   "POST /sessions": { summary: "create a session", tag: "sessions", body: CreateBody, status: 201, response: SessionSchema },
-  "GET /sessions": { summary: "list sessions", tag: "sessions", query: { status: "idle | running | suspended | closed", parent: "only sub-agents of this session" }, response: ListOf(SessionSchema) },
+  "GET /sessions": {
+    summary: "list sessions, most recently active first",
+    tag: "sessions",
+    query: { status: "idle | running | suspended | closed", parent: "only sub-agents of this session", q: "only sessions whose title, id, agent or instance name contains this text (any case)", order: "activity (default: most recently active first) | created (oldest first)", limit: "at most this many" },
+    response: ListOf(SessionSchema),
+  },
   "GET /sessions/:id": { summary: "one session", tag: "sessions", response: SessionSchema },
+  "PATCH /sessions/:id": { summary: "set the title (null clears it); a session given a title is no longer ephemeral", tag: "sessions", body: PatchBody, response: SessionSchema },
   "DELETE /sessions/:id": { summary: "close a session (kills its shells, drops its timer, closes its sub-agents)", tag: "sessions", response: SessionSchema },
+  "POST /sessions/close": {
+    summary: "close several sessions: those in ids, or every open top-level session idle for at least idle (\"7d\"); unknown ids are listed in notFound",
+    tag: "sessions",
+    body: CloseBody,
+    response: Type.Object({ closed: ListOf(SessionSchema), notFound: ListOf(Type.String()) }),
+  },
   "GET /sessions/:id/messages": { summary: "stored messages, oldest first", tag: "sessions", query: { after: "only messages after this seq", limit: "at most this many" }, response: ListOf(AnyObject) },
   "GET /sessions/:id/todos": { summary: "the session's todo list", tag: "sessions", response: ListOf(AnyObject) },
   "POST /sessions/:id/cancel": { summary: "cancel the running turn", tag: "sessions", response: AnyObject },
@@ -171,7 +187,7 @@ const DOCS: Record<string, Doc> = {
   "DELETE /stream-tokens": { summary: "revoke every stream token (log-out)", tag: "events", response: Type.Object({ revoked: Type.Integer() }) },
 };
 
-const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
 
 /** Error answers every operation may give, by status (each code has one status: src/errors.ts). */
 const ERROR_STATUSES: Record<string, string> = {

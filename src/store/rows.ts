@@ -40,6 +40,9 @@ export interface RawSession extends TokenUsage {
   success_criteria: string | null;
   context_size: number;
   cost_usd: number;
+  title: string | null;
+  origin: string;
+  ephemeral: Flag;
   created_at: string;
   updated_at: string;
 }
@@ -109,6 +112,9 @@ export function sessionFromRaw(raw: RawSession): SessionRow {
     },
     context_size: raw.context_size,
     cost_usd: raw.cost_usd,
+    title: raw.title,
+    origin: raw.origin,
+    ephemeral: flag(raw.ephemeral),
     created_at: raw.created_at,
     updated_at: raw.updated_at,
   };

@@ -28,7 +28,14 @@ export interface SessionRow {
   context_size: number;
   /** Total spend in USD at models.json prices (0 when the model has no `cost`). */
   cost_usd: number;
+  /** One line: given on create or PATCH, else made from the first message; null until then. */
+  title: string | null;
+  /** Who started it: "api" (POST /sessions), "run" (veil run), "openai" (agent/<name> on the OpenAI wire), "agent" (a sub-agent), … */
+  origin: string;
+  /** Started by a one-shot caller and not continued since: closed once idle for limits.idleSessionTtl. */
+  ephemeral: boolean;
   created_at: string;
+  /** Last activity: a turn, a status change, usage. A title change does not count. */
   updated_at: string;
 }
 
@@ -45,12 +52,26 @@ export type NewSession = Pick<SessionRow, "id" | "agent" | "mode"> &
       | "objective"
       | "success_criteria"
       | "status"
+      | "title"
+      | "origin"
+      | "ephemeral"
     >
   >;
 
 export type SessionPatch = Partial<
-  Pick<SessionRow, "status" | "model" | "reasoning" | "budget_override" | "token_usage" | "context_size">
+  Pick<SessionRow, "status" | "model" | "reasoning" | "budget_override" | "token_usage" | "context_size" | "ephemeral">
 >;
+
+/** What listSessions selects and how it orders the rows. */
+export interface SessionFilter {
+  parentSessionId?: string;
+  status?: SessionStatus;
+  /** Only rows whose title, id, agent or instance name contains this text, ignoring case. */
+  query?: string;
+  /** "created" (default): oldest first; "activity": most recently active first (updated_at). */
+  order?: "created" | "activity";
+  limit?: number;
+}
 
 /** One model call's usage, its prompt window and its price, as addTokenUsage takes them. */
 export interface StepSpend {
@@ -162,8 +183,14 @@ export interface AuditRow {
 export interface Store {
   createSession(session: NewSession): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | undefined>;
-  listSessions(filter?: { parentSessionId?: string; status?: SessionStatus }): Promise<SessionRow[]>;
+  listSessions(filter?: SessionFilter): Promise<SessionRow[]>;
   updateSession(id: string, patch: SessionPatch): Promise<SessionRow>;
+  /**
+   * Sets the title without touching updated_at (naming is not activity). `ifUnset`: only when
+   * the session has none yet (answers undefined when it had one); otherwise the title is the
+   * caller's choice and the session stops being ephemeral. SESSION_NOT_FOUND when unknown.
+   */
+  setSessionTitle(id: string, title: string | null, options?: { ifUnset?: boolean }): Promise<SessionRow | undefined>;
   /** Adds usage (and its cost) to the running totals and sets context_size, atomically. */
   addTokenUsage(id: string, usage: TokenUsage, contextSize: number, costUsd?: number): Promise<void>;
   findChildByInstanceName(parentSessionId: string, instanceName: string): Promise<SessionRow | undefined>;

@@ -139,9 +139,11 @@ describe.skipIf(!built)("veil run: prompts, sessions, colours", () => {
     expect((await veil(["run", "first"])).stdout).toBe("seen 1\n");
     expect((await veil(["run", "other"])).stdout).toBe("seen 1\n");
     expect((await veil(["run", "--continue", "second"])).stdout).toBe("seen 2\n");
-    const rows = JSON.parse((await veil(["sessions", "--json"])).stdout) as { id: string; updated_at: string }[];
+    const rows = JSON.parse((await veil(["sessions", "--json"])).stdout) as { id: string; title: string }[];
     expect(rows).toHaveLength(2);
-    expect((await veil(["run", "--session", rows[0]!.id, "back to the first"])).stdout).toBe("seen 2\n");
+    // Most recently active first: "other", which --continue went on with, then "first".
+    expect(rows.map((row) => row.title)).toEqual(["other", "first"]);
+    expect((await veil(["run", "--session", rows[1]!.id, "back to the first"])).stdout).toBe("seen 2\n");
     const last = llm.completionRequests.at(-1)!.body.messages.filter((m: { role: string }) => m.role === "user").map((m: { content: string }) => m.content);
     expect(last).toEqual(["first", "back to the first"]);
     expect((await veil(["run", "-c", "again"])).stdout).toBe("seen 3\n");
@@ -230,7 +232,7 @@ describe.skipIf(!built)("veil run: configuration errors", () => {
 
 describe.skipIf(!built)("veil serve, tools and sessions", () => {
   it("serve warns at start when no model is configured; logs are JSON when not a TTY, text with --log-format text", async () => {
-    const configured = await withServer([], async () => {});
+    const configured = await withServer([], async (url) => void (await fetch(`${url}/health`)));
     expect(configured.stderr).not.toMatch(/"level":"warn"/);
 
     const unconfigured = { VEIL_MODEL: undefined };
@@ -241,7 +243,8 @@ describe.skipIf(!built)("veil serve, tools and sessions", () => {
     }, unconfigured);
     const entries = json.stderr.split("\n").filter(Boolean).map((line) => JSON.parse(line) as { level: string; msg: string });
     expect(entries.find((e) => e.level === "warn")?.msg).toMatch(/^chat will fail until a model is configured: no model configured: set defaultModel/);
-    const text = await withServer(["--log-format", "text"], async () => {}, unconfigured);
+    // The next steps follow the listening line: a request answered means they were written.
+    const text = await withServer(["--log-format", "text"], async (url) => void (await fetch(`${url}/health`)), unconfigured);
     expect(text.stderr).toMatch(/^\d\d:\d\d:\d\d WARN  chat will fail until a model is configured: /m);
     expect(text.stderr).not.toMatch(/\{"level"/);
     // What to do next: text lines for a person, one entry for a program reading JSON logs.
@@ -307,7 +310,7 @@ describe.skipIf(!built)("veil serve, tools and sessions", () => {
 
   it("veil sessions says so when there are none", async () => {
     const result = await veil(["sessions"]);
-    expect(result).toMatchObject({ code: 0, stdout: `no sessions in ${ws.root}\n` });
+    expect(result).toMatchObject({ code: 0, stdout: `no open sessions in ${ws.root}\n` });
   });
 });
 

@@ -157,6 +157,27 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect(await veil.sessions.compact(session.id).catch((e: unknown) => e)).toMatchObject({ status: 409, code: "SESSION_CLOSED" });
   });
 
+  it("titles, search, rename, and closing several sessions at once", async () => {
+    const titled = await veil.sessions.create({ title: "Client-made title" });
+    expect(titled).toMatchObject({ title: "Client-made title", origin: "api", ephemeral: false, context_window: 128_000 });
+    const other = await veil.sessions.create();
+    llm.enqueue(reply().text("ok").stop());
+    await veil.chat(other.id, "Tidy the client examples");
+    expect((await veil.sessions.get(other.id)).title).toBe("Tidy the client examples");
+    expect((await veil.sessions.list({ q: "client-made" })).map((s) => s.id)).toEqual([titled.id]);
+    expect((await veil.sessions.list({ limit: 1 }))[0]!.id).toBe(other.id);
+    expect((await veil.sessions.list({ order: "created", q: "tidy the client" })).map((s) => s.id)).toEqual([other.id]);
+    expect((await veil.sessions.rename(titled.id, "Renamed from the client")).title).toBe("Renamed from the client");
+    const closed = await veil.sessions.closeMany([titled.id, other.id, "sess_unknown"]);
+    expect(closed.closed.map((s) => [s.id, s.status])).toEqual([
+      [titled.id, "closed"],
+      [other.id, "closed"],
+    ]);
+    expect(closed.notFound).toEqual(["sess_unknown"]);
+    expect(await veil.sessions.prune("30d")).toEqual({ closed: [], notFound: [] });
+    expect(await veil.sessions.rename(titled.id, "   ").catch((e: unknown) => e)).toMatchObject({ status: 400, code: "VALIDATION_ERROR" });
+  });
+
   it("chatStream yields the turn's typed events as they happen and ends with chat.done", async () => {
     const session = await veil.sessions.create();
     llm.enqueue(reply().thinking("let me see").tool("log_write", { message: "noted" }).stop(), reply().text("all ").text("done").stop());

@@ -186,6 +186,54 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         expect(await store.findChildByInstanceName("c1", "worker")).toBeUndefined();
       });
 
+      it("keeps a title, an origin and the ephemeral flag (defaults: none, api, false)", async () => {
+        expect(await session("plain")).toMatchObject({ title: null, origin: "api", ephemeral: false });
+        const run = await session("run", { title: "Fix the build", origin: "run", ephemeral: true });
+        expect(run).toMatchObject({ title: "Fix the build", origin: "run", ephemeral: true });
+        expect(await store.getSession("run")).toEqual(run);
+        expect(await store.updateSession("run", { ephemeral: false })).toMatchObject({ ephemeral: false, title: "Fix the build" });
+      });
+
+      it("sets a title without touching updated_at: once when only unset, always (and kept) when given", async () => {
+        const created = await session("s1", { origin: "run", ephemeral: true });
+        const first = await store.setSessionTitle("s1", "From the first message", { ifUnset: true });
+        expect(first).toMatchObject({ title: "From the first message", ephemeral: true, updated_at: created.updated_at });
+        expect(await store.setSessionTitle("s1", "From a later message", { ifUnset: true })).toBeUndefined();
+        expect((await store.getSession("s1"))?.title).toBe("From the first message");
+        // A title someone chose also says the session is wanted: it is no longer ephemeral.
+        expect(await store.setSessionTitle("s1", "Chosen")).toMatchObject({ title: "Chosen", ephemeral: false, updated_at: created.updated_at });
+        expect(await store.setSessionTitle("s1", null)).toMatchObject({ title: null });
+        await expectCode(store.setSessionTitle("ghost", "x"), "SESSION_NOT_FOUND");
+        await expectCode(store.setSessionTitle("ghost", "x", { ifUnset: true }), "SESSION_NOT_FOUND");
+      });
+
+      it("lists by last activity, searches titles, ids, agents and instance names ignoring case, and limits", async () => {
+        const tick = async () => {
+          const start = Date.now();
+          while (Date.now() === start) await new Promise((resolve) => setImmediate(resolve));
+        };
+        await session("s_alpha", { title: "Deploy the übersicht App" });
+        await tick();
+        await session("s_beta", { title: "Write release notes" });
+        await tick();
+        await session("s_gamma", { agent: "reviewer" });
+        await tick();
+        await store.updateSession("s_alpha", { status: "running" });
+        const ids = async (filter: Parameters<Store["listSessions"]>[0]) => (await store.listSessions(filter)).map((s) => s.id);
+        expect(await ids({ order: "activity" })).toEqual(["s_alpha", "s_gamma", "s_beta"]);
+        expect(await ids({})).toEqual(["s_alpha", "s_beta", "s_gamma"]);
+        expect(await ids({ order: "activity", limit: 2 })).toEqual(["s_alpha", "s_gamma"]);
+        expect(await ids({ query: "RELEASE" })).toEqual(["s_beta"]);
+        expect(await ids({ query: "übersicht app" })).toEqual(["s_alpha"]);
+        expect(await ids({ query: "review" })).toEqual(["s_gamma"]);
+        expect(await ids({ query: "S_BE" })).toEqual(["s_beta"]);
+        expect(await ids({ query: "%" })).toEqual([]);
+        expect(await ids({ query: "e", status: "idle", order: "activity" })).toEqual(["s_gamma", "s_beta"]);
+        // A title change is not activity.
+        await store.setSessionTitle("s_beta", "Renamed");
+        expect(await ids({ order: "activity" })).toEqual(["s_alpha", "s_gamma", "s_beta"]);
+      });
+
       it("rejects a second child with the same instance name under one parent", async () => {
         await session("p1");
         await session("c1", { parent_session_id: "p1", instance_name: "worker" });

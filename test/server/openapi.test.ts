@@ -39,7 +39,7 @@ describe("GET /openapi.json", () => {
     const server = await h.serve();
     const doc = (await (await server.fetch("/openapi.json")).json()) as Document;
     const app = createApp({ runtime: h.runtime, secret: TEST_SECRET, allowedHosts: null });
-    const registered = app.routes.filter((r) => ["GET", "POST", "PUT", "DELETE"].includes(r.method));
+    const registered = app.routes.filter((r) => ["GET", "POST", "PUT", "PATCH", "DELETE"].includes(r.method));
     expect(registered.length).toBeGreaterThan(30);
     for (const route of registered) {
       const op = doc.paths[toOpenApiPath(route.path)]?.[route.method.toLowerCase()];
@@ -62,7 +62,7 @@ describe("GET /openapi.json", () => {
       const body = (await res.json().catch(() => null)) as { error?: { code?: string } } | null;
       if (res.status === 400 && /VALIDATION_ERROR|INVALID_JSON/.test(body?.error?.code ?? "")) readsBody.push(`${method.toUpperCase()} ${path}`);
     }
-    expect(readsBody).toEqual(expect.arrayContaining(["POST /sessions", "POST /sessions/{id}/chat", "POST /v1/chat/completions", "PUT /memory/{file}", "POST /stream-tokens"]));
+    expect(readsBody).toEqual(expect.arrayContaining(["POST /sessions", "POST /sessions/{id}/chat", "PATCH /sessions/{id}", "POST /sessions/close", "POST /v1/chat/completions", "PUT /memory/{file}", "POST /stream-tokens"]));
     for (const key of readsBody) {
       const [method, path] = key.split(" ") as [string, string];
       const op = doc.paths[path]![method.toLowerCase()]!;
@@ -75,7 +75,7 @@ describe("GET /openapi.json", () => {
     const server = await h.serve();
     const doc = (await (await server.fetch("/openapi.json")).json()) as Document;
     const create = doc.paths["/sessions"]!.post!.requestBody!.content["application/json"]!.schema as { properties: Record<string, unknown>; additionalProperties: boolean };
-    expect(Object.keys(create.properties)).toEqual(["agent", "mode", "model", "reasoning", "budget_override"]);
+    expect(Object.keys(create.properties)).toEqual(["agent", "title", "mode", "model", "reasoning", "budget_override"]);
     expect(create.additionalProperties).toBe(false);
     // What the schema forbids, the route refuses.
     const refused = await server.fetch("/sessions", { method: "POST", body: JSON.stringify({ agent: "default", colour: "red" }) });

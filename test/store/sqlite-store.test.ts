@@ -118,6 +118,24 @@ describe("SqliteStore (SQLite specifics)", () => {
     );
   });
 
+  it("search folds case as JavaScript does, beyond ASCII", async () => {
+    const store = openStore();
+    await store.createSession({ id: "s1", agent: "a", mode: "chat", title: "Über die Grenze" });
+    await store.createSession({ id: "s2", agent: "a", mode: "chat", title: "ÉTÉ à Paris" });
+    expect((await store.listSessions({ query: "über" })).map((r) => r.id)).toEqual(["s1"]);
+    expect((await store.listSessions({ query: "été À" })).map((r) => r.id)).toEqual(["s2"]);
+  });
+
+  it("a database made before titles upgrades in place: its sessions get no title, origin api, not ephemeral", async () => {
+    const db = new Database(dbPath.replace(/veil\.db$/, "old.db").replace("nested/deeper/", ""));
+    applyMigrations(db, "2026-01-01T00:00:00.000Z", MIGRATIONS.filter((m) => m.version <= 2));
+    db.prepare("INSERT INTO sessions (id, agent, mode, status, created_at, updated_at) VALUES ('old', 'default', 'chat', 'idle', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')").run();
+    db.close();
+    const store = SqliteStore.open(join(dir, "old.db"));
+    open.push(store);
+    expect(await store.getSession("old")).toMatchObject({ id: "old", title: null, origin: "api", ephemeral: false });
+  });
+
   it("applies only the missing migrations, in order, and records each", () => {
     const db = new Database(join(dir, "m.db"));
     try {

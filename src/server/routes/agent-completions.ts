@@ -10,6 +10,7 @@ import type { SessionRow } from "../../store/store.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { AGENT_MODEL_PREFIX } from "./models.js";
 import { checkChatMessage } from "./sessions.js";
+import { titleFromMessage } from "../../core/session-title.js";
 
 /** The header that names the session an `agent/<name>` completion ran in. */
 export const SESSION_HEADER = "x-veil-session";
@@ -39,7 +40,7 @@ export async function agentCompletion(c: Context<AppEnv>, state: ServerState, ta
   const lastUser = body.messages.findLastIndex((m) => m.role === "user");
   if (lastUser < 0) throw new VeilError("VALIDATION_ERROR", "messages: an agent/<name> completion needs a user message");
   const turn = wireContent(body.messages[lastUser]!.content, `messages[${lastUser}].content`);
-  const session = await openSession(state, target);
+  const session = await openSession(state, target, turn);
   const earlier = target.sessionId ? [] : body.messages.slice(0, lastUser);
   const message = checkChatMessage(state, session, withTranscript(earlier, turn));
   const meta: CompletionMeta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: `${AGENT_MODEL_PREFIX}${target.agent}/${session.id}`, created: Math.floor(runtime.clock.now() / 1000) };
@@ -118,20 +119,25 @@ function oneLine(text: string): string {
   return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
 }
 
-/** The session to run in, once its model can be reached (a new session is created only then). */
-async function openSession(state: ServerState, target: { agent: string; sessionId?: string }): Promise<SessionRow> {
+/**
+ * The session to run in, once its model can be reached (a new session is created only then).
+ * A new session is a one-shot caller's (closed once idle for limits.idleSessionTtl unless
+ * continued), titled from the user's new message rather than the transcript sent before it;
+ * `agent/<name>/<sessionId>` continues one, which keeps it.
+ */
+async function openSession(state: ServerState, target: { agent: string; sessionId?: string }, turn: ChatContent): Promise<SessionRow> {
   const { sessions } = state.runtime;
   if (!target.sessionId) {
     // An unknown agent is create()'s AGENT_NOT_FOUND; a known one's model is checked first.
     if (Object.hasOwn(state.runtime.agents(), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
-    return sessions.create({ agent: target.agent });
+    return sessions.create({ agent: target.agent, origin: "openai", ephemeral: true, title: titleFromMessage(turn) });
   }
   const session = await sessions.get(target.sessionId);
   if (session.agent !== target.agent) {
     throw new VeilError("VALIDATION_ERROR", `session "${session.id}" belongs to agent "${session.agent}", not "${target.agent}" (use model agent/${session.agent}/${session.id})`);
   }
   await sessions.checkModelReady(session);
-  return session;
+  return session.ephemeral ? sessions.keep(session.id) : session;
 }
 
 /** An OpenAI message content: a string or content parts (checked later, part by part). */

@@ -3,7 +3,10 @@ import type { Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { statusOf, VeilError } from "../../errors.js";
 import type { RunResult } from "../../engines/types.js";
-import type { SessionRow } from "../../store/store.js";
+import type { SessionFilter, SessionRow, SessionStatus } from "../../store/store.js";
+import { DURATION_PATTERN, parseDuration } from "../../base/duration.js";
+import { closeSessions, idleSessions, MAX_CLOSE_IDS } from "../../core/session-cleanup.js";
+import { sessionView } from "../../core/session-view.js";
 import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
@@ -11,13 +14,28 @@ import { errorResponse } from "../errors.js";
 import { sseResponse } from "../sse.js";
 import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
 
+/** A title as callers give it: folded to one line and checked (1–200 characters) by core/session-title.ts. */
+const TitleField = Type.String({ minLength: 1, maxLength: 1000, description: "one line, at most 200 characters once whitespace is folded" });
+
 export const CreateBody = Type.Object(
   {
     agent: Type.Optional(Type.String({ minLength: 1 })),
+    title: Type.Optional(TitleField),
     mode: Type.Optional(Type.String({ minLength: 1 })),
     model: Type.Optional(Type.String({ minLength: 1 })),
     reasoning: Type.Optional(ReasoningSchema),
     budget_override: Type.Optional(BudgetSchema),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchBody = Type.Object({ title: Type.Union([TitleField, Type.Null()], { description: "the new title; null clears it" }) }, { additionalProperties: false });
+
+/** `POST /sessions/close`: the sessions named, or every open top-level session idle for at least `idle` ("7d"). */
+export const CloseBody = Type.Object(
+  {
+    ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: MAX_CLOSE_IDS })),
+    idle: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: "close every open top-level session with no activity for this long: 90s, 30m, 24h, 7d, 2w" })),
   },
   { additionalProperties: false },
 );
@@ -33,27 +51,6 @@ export const ChatBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The public row plus the extra fields clients find useful. */
-export function publicSession(row: SessionRow) {
-  return {
-    id: row.id,
-    agent: row.agent,
-    mode: row.mode,
-    status: row.status,
-    parent_session_id: row.parent_session_id,
-    spawn_depth: row.spawn_depth,
-    instance_name: row.instance_name,
-    model: row.model,
-    reasoning: row.reasoning,
-    budget_override: row.budget_override,
-    context_size: row.context_size,
-    token_usage: row.token_usage,
-    cost_usd: row.cost_usd,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
-
 export function chatReply(result: RunResult) {
   return {
     content: result.content,
@@ -67,6 +64,7 @@ export function chatReply(result: RunResult) {
 export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const sessions = runtime.sessions;
+  const publicSession = sessionView(runtime.config, runtime.agents);
 
   app.post("/sessions", async (c) => {
     const body = await jsonBody<Static<typeof CreateBody>>(c, CreateBody);
@@ -76,21 +74,33 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       model: body.model,
       reasoning: body.reasoning,
       budget_override: body.budget_override,
+      title: body.title,
     });
     return c.json(publicSession(row), 201);
   });
 
-  app.get("/sessions", async (c) => {
-    const status = c.req.query("status");
-    const parent = c.req.query("parent");
-    if (status && !["idle", "running", "suspended", "closed"].includes(status)) throw new VeilError("VALIDATION_ERROR", `unknown status "${status}"`);
-    const rows = await runtime.store.listSessions({ status: status as SessionRow["status"] | undefined, parentSessionId: parent });
-    return c.json(rows.map(publicSession));
-  });
+  app.get("/sessions", async (c) => c.json((await runtime.store.listSessions(listFilter(c.req.query()))).map(publicSession)));
 
   app.get("/sessions/:id", async (c) => c.json(publicSession(await sessions.get(c.req.param("id")))));
 
+  app.patch("/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const body = await jsonBody<Static<typeof PatchBody>>(c, PatchBody);
+    await sessions.get(id);
+    return c.json(publicSession(await sessions.rename(id, body.title)));
+  });
+
   app.delete("/sessions/:id", async (c) => c.json(publicSession(await sessions.close(c.req.param("id")))));
+
+  // Several at once: a body, not `DELETE /sessions?ids=…` (a long id list outgrows URL limits,
+  // and some proxies drop DELETE bodies), and the same route closes by idleness (prune).
+  app.post("/sessions/close", async (c) => {
+    const body = await jsonBody<Static<typeof CloseBody>>(c, CloseBody);
+    if ((body.ids === undefined) === (body.idle === undefined)) throw new VeilError("VALIDATION_ERROR", 'give "ids" (the sessions to close) or "idle" (close every open top-level session idle that long), one of the two');
+    const ids = body.ids ?? (await idleSessions(runtime.store, runtime.clock.now(), parseDuration(body.idle!, "idle"))).map((row) => row.id);
+    const outcome = await closeSessions(sessions, ids);
+    return c.json({ closed: outcome.closed.map(publicSession), notFound: outcome.notFound });
+  });
 
   app.get("/sessions/:id/messages", async (c) => {
     const id = c.req.param("id");
@@ -129,6 +139,8 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     // Before anything is stored or streamed: a model that cannot be reached is one 400 CONFIG_ERROR.
     await sessions.checkModelReady(session, body.model);
     const message = checkChatMessage(state, session, body.message as ChatContent, body.model);
+    // A chat here goes on with a one-shot session (veil run, the OpenAI wire): it stays open.
+    if (session.ephemeral) await sessions.keep(id);
     if (wantsStream) {
       // Subscribe before sending so no event of the turn is missed.
       let settle!: () => void;
@@ -159,6 +171,16 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json(chatReply(result));
   });
 
+}
+
+/** GET /sessions' query: `status`, `parent`, `q` (search), `order` (activity, the default, or created), `limit`. */
+function listFilter(query: Record<string, string>): SessionFilter {
+  const { status, parent, q, order = "activity", limit } = query;
+  if (status && !["idle", "running", "suspended", "closed"].includes(status)) throw new VeilError("VALIDATION_ERROR", `unknown status "${status}"`);
+  if (order !== "activity" && order !== "created") throw new VeilError("VALIDATION_ERROR", `order: "activity" (most recently active first, the default) or "created" (oldest first), not "${order}"`);
+  const max = limit === undefined ? undefined : Number(limit);
+  if (max !== undefined && (!Number.isInteger(max) || max < 1)) throw new VeilError("VALIDATION_ERROR", "limit must be a positive integer");
+  return { status: status as SessionStatus | undefined, parentSessionId: parent, query: q?.trim() || undefined, order, limit: max };
 }
 
 /** The message as send() takes it, after its parts are checked and the turn's model is known to take them. */

@@ -193,12 +193,21 @@ CREATE TABLE remote_methods (
 );
 `;
 
+/** Titles, where a session came from, and whether it closes once idle (SQLite's step 3). */
+const SESSION_TITLES = `
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'api';
+ALTER TABLE sessions ADD COLUMN ephemeral BOOLEAN NOT NULL DEFAULT false;
+CREATE INDEX sessions_activity ON sessions (updated_at);
+`;
+
 /** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
   { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
   { version: 4, name: "cluster: the lease fence inside single-statement writes", up: FENCE_FUNCTION },
+  { version: 5, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

@@ -6,9 +6,9 @@ import type {
   NewMessage,
   NewSession,
   NewStoredEvent,
+  SessionFilter,
   SessionPatch,
   SessionRow,
-  SessionStatus,
   Store,
   StoredEvent,
   StepSpend,
@@ -55,6 +55,9 @@ export class PgStore extends PgSideTables implements Store {
         session.objective ?? null,
         session.success_criteria ?? null,
         this.nowIso(),
+        session.title ?? null,
+        session.origin ?? "api",
+        session.ephemeral ?? false,
       ]),
     );
     return sessionFromRaw(rows[0]!);
@@ -65,11 +68,19 @@ export class PgStore extends PgSideTables implements Store {
     return rows[0] && sessionFromRaw(rows[0]);
   }
 
-  async listSessions(filter: { parentSessionId?: string; status?: SessionStatus } = {}): Promise<SessionRow[]> {
+  async listSessions(filter: SessionFilter = {}): Promise<SessionRow[]> {
     const { rows } = await this.direct("list sessions", undefined, (on) =>
-      on.run<RawSession>("listSessions", [filter.parentSessionId ?? null, filter.status ?? null]),
+      on.run<RawSession>("listSessions", [filter.parentSessionId ?? null, filter.status ?? null, filter.query ? filter.query.toLowerCase() : null, filter.order === "activity", limitOf(filter.limit)]),
     );
     return rows.map(sessionFromRaw);
+  }
+
+  /** Not fenced: a title is no run state, and any node may rename any session. */
+  async setSessionTitle(id: string, title: string | null, options: { ifUnset?: boolean } = {}): Promise<SessionRow | undefined> {
+    const { rows } = await this.write("set title", undefined, (on) => on.run<RawSession>("setTitle", [id, title, options.ifUnset === true]));
+    if (rows[0]) return sessionFromRaw(rows[0]);
+    if (!(await this.getSession(id))) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+    return undefined;
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<SessionRow> {

@@ -9,7 +9,7 @@ import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
 
 const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth, instance_name, model, reasoning,
   budget_override, objective, success_criteria, prompt_tokens, completion_tokens, total_tokens, cached_tokens,
-  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, created_at, updated_at`;
+  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, title, origin, ephemeral, created_at, updated_at`;
 const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
 
@@ -17,13 +17,19 @@ export { CHANNELS };
 
 export const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $13, $13)
     RETURNING ${SESSION_COLUMNS}`,
   getSession: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`,
+  // $3 is folded to lower case already; LIMIT NULL is no limit.
   listSessions: `SELECT ${SESSION_COLUMNS} FROM sessions
     WHERE ($1::text IS NULL OR parent_session_id = $1) AND ($2::text IS NULL OR status = $2)
-    ORDER BY pos`,
+      AND ($3::text IS NULL OR strpos(lower(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), $3) > 0)
+    ORDER BY CASE WHEN $4::boolean THEN updated_at END DESC, CASE WHEN $4::boolean THEN -pos ELSE pos END
+    LIMIT $5`,
+  setTitle: `UPDATE sessions SET title = $2, ephemeral = CASE WHEN $3::boolean THEN ephemeral ELSE false END
+    WHERE id = $1 AND (NOT $3::boolean OR title IS NULL)
+    RETURNING ${SESSION_COLUMNS}`,
   findChild: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE parent_session_id = $1 AND instance_name = $2
     ORDER BY pos DESC LIMIT 1`,
 
@@ -91,6 +97,6 @@ export const SQL = {
 export type StatementName = keyof typeof SQL;
 
 /** Columns updateSession may set, by patch key (one column each, JSON ones serialized). */
-export const SESSION_PATCH_COLUMNS = ["status", "model", "reasoning", "budget_override", "context_size"] as const;
+export const SESSION_PATCH_COLUMNS = ["status", "model", "reasoning", "budget_override", "context_size", "ephemeral"] as const;
 export const USAGE_COLUMNS = ["prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "cache_creation_tokens", "reasoning_tokens"] as const;
 export { SESSION_COLUMNS };

@@ -141,10 +141,19 @@ ALTER TABLE messages ADD COLUMN kind TEXT;
 ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0;
 `;
 
+/** Titles, where a session came from, and whether it closes once idle (one-shot callers). */
+const SESSION_TITLES = `
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT 'api';
+ALTER TABLE sessions ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_activity ON sessions (updated_at);
+`;
+
 /** Ordered, append-only. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
+  { version: 3, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
 ];
 
 /**

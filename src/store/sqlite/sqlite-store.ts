@@ -9,9 +9,9 @@ import type {
   NewMessage,
   NewSession,
   NewStoredEvent,
+  SessionFilter,
   SessionPatch,
   SessionRow,
-  SessionStatus,
   Store,
   StoredEvent,
   StepSpend,
@@ -116,6 +116,8 @@ export class SqliteStore extends SqliteSideTables implements Store {
       db.pragma("journal_mode = WAL");
       db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
       db.pragma("foreign_keys = ON");
+      // Case-insensitive search as JavaScript folds case: SQLite's own lower() folds ASCII only.
+      db.function("veil_fold", { deterministic: true }, (text: unknown) => (typeof text === "string" ? text.toLowerCase() : text));
       applyMigrations(db, new Date(clock.now()).toISOString());
       return new SqliteStore(db, clock);
     } catch (error) {
@@ -145,6 +147,9 @@ export class SqliteStore extends SqliteSideTables implements Store {
         budget_override: toJson(session.budget_override),
         objective: session.objective ?? null,
         success_criteria: session.success_criteria ?? null,
+        title: session.title ?? null,
+        origin: session.origin ?? "api",
+        ephemeral: session.ephemeral ? 1 : 0,
         now: this.nowIso(),
       }) as RawSession;
       return sessionFromRaw(raw);
@@ -159,13 +164,24 @@ export class SqliteStore extends SqliteSideTables implements Store {
     return raw && sessionFromRaw(raw);
   }
 
-  async listSessions(filter: { parentSessionId?: string; status?: SessionStatus } = {}): Promise<SessionRow[]> {
+  async listSessions(filter: SessionFilter = {}): Promise<SessionRow[]> {
     this.assertOpen();
     const rows = this.stmts.listSessions.all({
       parent: filter.parentSessionId ?? null,
       status: filter.status ?? null,
+      query: filter.query ? filter.query.toLowerCase() : null,
+      by_activity: filter.order === "activity" ? 1 : 0,
+      limit: limitOf(filter.limit),
     }) as RawSession[];
     return rows.map(sessionFromRaw);
+  }
+
+  async setSessionTitle(id: string, title: string | null, options: { ifUnset?: boolean } = {}): Promise<SessionRow | undefined> {
+    this.assertOpen();
+    const raw = this.stmts.setTitle.get({ id, title, if_unset: options.ifUnset ? 1 : 0 }) as RawSession | undefined;
+    if (raw) return sessionFromRaw(raw);
+    if (!this.stmts.getSession.get(id)) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
+    return undefined;
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<SessionRow> {
@@ -191,6 +207,8 @@ export class SqliteStore extends SqliteSideTables implements Store {
       reasoning_tokens: usage?.reasoning_tokens ?? 0,
       has_context: flag(patch.context_size),
       context_size: patch.context_size ?? 0,
+      has_ephemeral: flag(patch.ephemeral),
+      ephemeral: patch.ephemeral ? 1 : 0,
     }) as RawSession | undefined;
     if (!raw) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
     return sessionFromRaw(raw);

@@ -3,14 +3,20 @@ import type Database from "better-sqlite3";
 /** Every statement the store runs, as SQL; prepared once per connection. */
 const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, created_at, updated_at)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at)
     VALUES (@id, @agent, @mode, @status, @parent_session_id, @spawn_depth, @instance_name,
-      @model, @reasoning, @budget_override, @objective, @success_criteria, @now, @now)
+      @model, @reasoning, @budget_override, @objective, @success_criteria, @title, @origin, @ephemeral, @now, @now)
     RETURNING *`,
   getSession: "SELECT * FROM sessions WHERE id = ?",
+  // veil_fold: JavaScript's toLowerCase (SQLite's lower() folds ASCII only); @query is folded already.
   listSessions: `SELECT * FROM sessions
     WHERE (@parent IS NULL OR parent_session_id = @parent) AND (@status IS NULL OR status = @status)
-    ORDER BY rowid`,
+      AND (@query IS NULL OR instr(veil_fold(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), @query) > 0)
+    ORDER BY CASE WHEN @by_activity THEN updated_at END DESC, CASE WHEN @by_activity THEN -rowid ELSE rowid END
+    LIMIT @limit`,
+  setTitle: `UPDATE sessions SET title = @title, ephemeral = CASE WHEN @if_unset THEN ephemeral ELSE 0 END
+    WHERE id = @id AND (NOT @if_unset OR title IS NULL)
+    RETURNING *`,
   // One static statement for every patch shape: @has_x = 1 means "set x".
   updateSession: `UPDATE sessions SET
       status = CASE WHEN @has_status THEN @status ELSE status END,
@@ -24,6 +30,7 @@ const SQL = {
       cache_creation_tokens = CASE WHEN @has_usage THEN @cache_creation_tokens ELSE cache_creation_tokens END,
       reasoning_tokens = CASE WHEN @has_usage THEN @reasoning_tokens ELSE reasoning_tokens END,
       context_size = CASE WHEN @has_context THEN @context_size ELSE context_size END,
+      ephemeral = CASE WHEN @has_ephemeral THEN @ephemeral ELSE ephemeral END,
       updated_at = @now
     WHERE id = @id
     RETURNING *`,

@@ -125,6 +125,7 @@ async function createChild(sessions: SessionManager, caller: SessionRow, input: 
       instance_name: input.instance_name,
       objective: input.objective,
       success_criteria: input.success_criteria ?? null,
+      origin: "agent",
     });
   } catch (error) {
     if (isVeilError(error) && error.code === "CONFLICT") {
