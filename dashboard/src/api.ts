@@ -10,6 +10,7 @@ export interface Api {
   get<T>(path: string): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
   put<T>(path: string, text: string): Promise<T>;
+  patch<T>(path: string, body: unknown): Promise<T>;
   del<T>(path: string): Promise<T>;
   /** A raw request (for the event-log probe and the non-blocking chat send). */
   fetch(path: string, init?: RequestInit): Promise<Response>;
@@ -38,6 +39,7 @@ export function createApi(secret: string, onUnauthorized: () => void): Api {
     get: (path) => json(path),
     post: (path, body) => json(path, withBody("POST", body ?? {})),
     put: (path, text) => json(path, { method: "PUT", body: text, headers: { "content-type": "text/plain; charset=utf-8" } }),
+    patch: (path, body) => json(path, withBody("PATCH", body)),
     del: (path) => json(path, { method: "DELETE" }),
     fetch: raw,
   };

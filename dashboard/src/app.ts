@@ -9,6 +9,7 @@ import { SessionHead } from "./session-head.js";
 import { SessionsView, type SessionRow } from "./sessions-view.js";
 import { sidebarControls } from "./sidebar-controls.js";
 import { LiveStream } from "./stream.js";
+import { sessionInAddress, showInAddress, watchAddress } from "./route.js";
 import { themeToggle } from "./theme.js";
 import { sandboxBadge } from "./sandbox-badge.js";
 
@@ -24,11 +25,21 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   const panels = new Panels(api);
   const dialogs = new RemoteDialogs(api);
   const select = (row: SessionRow) => {
+    showInAddress(row.id);
     sessions.select(row.id);
     head.render(row);
     document.body.classList.remove("show-sidebar");
     void chat.open(row.id, writable(row));
     void panels.open(row);
+  };
+  /** The session the address names: from the list, else asked for (a closed one the filter hides). */
+  const openFromAddress = async (id: string | null) => {
+    if (!id || id === chat.currentSession) return;
+    const row = sessions.get(id) ?? (await api.get<SessionRow>(`/sessions/${encodeURIComponent(id)}`).catch(() => null));
+    if (sessionInAddress() !== id) return;
+    if (row) return select(row);
+    head.render(null);
+    head.say(`No session ${id} on this server.`);
   };
   const sessions = new SessionsView(api, select, (row) => {
     head.render(row);
@@ -65,6 +76,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
       select(row);
     },
     (filter) => sessions.setFilter(filter),
+    (query) => sessions.setQuery(query),
   );
   root.replaceChildren(
     topbar(connection.el, sandboxBadge(api), signOut),
@@ -83,14 +95,19 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   };
   document.addEventListener("keydown", onKey);
   const unhookVisibility = pauseWhileHidden([events]);
+  const unwatchAddress = watchAddress((id) => void openFromAddress(id));
 
-  void sessions.refresh().catch(() => undefined);
+  void sessions
+    .refresh()
+    .catch(() => undefined)
+    .then(() => openFromAddress(sessionInAddress()));
   events.start();
   return {
     stop() {
       events.stop();
       dialogs.clear();
       unhookVisibility();
+      unwatchAddress();
       document.removeEventListener("keydown", onKey);
     },
   };

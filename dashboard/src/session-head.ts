@@ -2,7 +2,7 @@
 import type { Api } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { compactNumber, money } from "./format.js";
-import { DEFAULT_CONTEXT_WINDOW, type SessionRow } from "./sessions-view.js";
+import { DEFAULT_CONTEXT_WINDOW, sessionName, type SessionRow } from "./sessions-view.js";
 
 export class SessionHead {
   readonly el = h("div", { class: "session-head" });
@@ -12,6 +12,8 @@ export class SessionHead {
   private row: SessionRow | null = null;
   /** Spend summed from the open chat's chat.done events, for servers whose rows carry no cost_usd. */
   private chatCost: { sessionId: string; usd: number } | null = null;
+  /** The title being edited (kept across re-renders, which every status event causes). */
+  private editing: { sessionId: string; draft: string } | null = null;
 
   constructor(
     private readonly api: Api,
@@ -25,8 +27,16 @@ export class SessionHead {
     if (this.row?.id === sessionId) this.render(this.row);
   }
 
+  /** A line beside the controls (a failed action, a session the address names that does not exist). */
+  say(text: string): void {
+    this.message.textContent = text;
+    this.message.className = "form-message error";
+    if (!this.row) this.el.append(this.message);
+  }
+
   render(row: SessionRow | null): void {
     this.row = row;
+    if (this.editing && this.editing.sessionId !== row?.id) this.editing = null;
     // A refresh must not steal keyboard focus from a control.
     const focused = this.el.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.action : undefined;
     if (focused) queueMicrotask(() => this.el.querySelector<HTMLElement>(`[data-action="${focused}"]`)?.focus());
@@ -57,7 +67,7 @@ export class SessionHead {
       h(
         "div",
         { class: "head-main" },
-        h("h1", { class: "session-title" }, row.instance_name || row.agent, h("span", { class: "row-id" }, ` ${row.id}`)),
+        this.titleLine(row),
         h(
           "div",
           { class: "head-meta" },
@@ -79,6 +89,43 @@ export class SessionHead {
         this.message,
       ),
     );
+  }
+
+  /** The title, with a Rename control; while renaming, a field (Enter saves, Escape cancels). */
+  private titleLine(row: SessionRow): HTMLElement {
+    if (this.editing?.sessionId !== row.id) {
+      const rename = h("button", { type: "button", testid: "session-rename", class: "link", "data-action": "rename", onclick: () => this.startRename(row) }, "Rename");
+      return h("div", { class: "title-line" }, h("h1", { class: "session-title", testid: "session-title", title: row.title ?? "" }, sessionName(row)), h("span", { class: "row-id" }, row.id), rename);
+    }
+    const editing = this.editing;
+    const input = h("input", { testid: "session-title-input", class: "title-input", value: editing.draft, maxlength: 200, "aria-label": "Session title", placeholder: "A title for this session" });
+    input.addEventListener("input", () => (editing.draft = input.value));
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        void this.saveTitle(row, input.value);
+      } else if (event.key === "Escape") {
+        this.editing = null;
+        this.render(this.row);
+      }
+    });
+    queueMicrotask(() => input.isConnected && document.activeElement !== input && input.focus());
+    return h("div", { class: "title-line" }, input);
+  }
+
+  private startRename(row: SessionRow): void {
+    this.editing = { sessionId: row.id, draft: row.title ?? "" };
+    this.render(row);
+  }
+
+  private async saveTitle(row: SessionRow, text: string): Promise<void> {
+    try {
+      const updated = await this.api.patch<SessionRow>(`/sessions/${encodeURIComponent(row.id)}`, { title: text.trim() ? text : null });
+      this.editing = null;
+      this.onUpdate(updated);
+    } catch (error) {
+      this.say((error as Error).message);
+    }
   }
 
   private async act(row: SessionRow, action: string): Promise<void> {

@@ -10,6 +10,8 @@ import type { ServerEvent } from "./stream.js";
 
 export interface SessionRow {
   id: string;
+  /** Null until the first message names it (or someone renames it). */
+  title?: string | null;
   agent: string;
   mode: string;
   status: "idle" | "running" | "suspended" | "closed";
@@ -21,7 +23,20 @@ export interface SessionRow {
   context_window?: number;
   token_usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cached_tokens?: number };
   cost_usd?: number;
+  origin?: string;
   created_at: string;
+  updated_at?: string;
+}
+
+/** What a session is called in the list and the header: a sub-agent by the name its parent gave it, else its title, else its agent. */
+export function sessionName(row: SessionRow): string {
+  return row.instance_name || row.title || row.agent;
+}
+
+/** What the name leaves out, for the line under it: a sub-agent's title, a titled session's agent. */
+function besideName(row: SessionRow): string {
+  if (row.instance_name) return row.title ? `${row.title} · ` : "";
+  return row.title ? `${row.agent} · ` : "";
 }
 
 export type StatusFilter = "active" | "all" | SessionRow["status"];
@@ -34,6 +49,8 @@ export class SessionsView {
   private readonly list: HTMLUListElement;
   private rows = new Map<string, SessionRow>();
   private filter: StatusFilter = "active";
+  /** The search box's text: GET /sessions?q= (titles, ids, agents, instance names). */
+  private query = "";
   private selected: string | null = null;
   private refetchTimer: number | undefined;
   private fetching = false;
@@ -58,6 +75,12 @@ export class SessionsView {
     this.render();
   }
 
+  setQuery(query: string): void {
+    if (query.trim() === this.query) return;
+    this.query = query.trim();
+    void this.refresh().catch(() => undefined);
+  }
+
   select(id: string | null): void {
     this.selected = id;
     for (const el of this.list.querySelectorAll<HTMLElement>(".session-item")) {
@@ -74,7 +97,7 @@ export class SessionsView {
     }
     this.fetching = true;
     try {
-      const rows = await this.api.get<SessionRow[]>("/sessions");
+      const rows = await this.api.get<SessionRow[]>(this.query ? `/sessions?q=${encodeURIComponent(this.query)}` : "/sessions");
       this.rows = new Map(rows.map((row) => [row.id, row]));
       this.render();
       const selected = this.selected && this.rows.get(this.selected);
@@ -105,6 +128,11 @@ export class SessionsView {
       if (el) el.dataset.status = row.status;
       if (el && this.visible(row)) this.renderRow(el.querySelector(".session-row")!, row);
       else this.render();
+      if (id === this.selected) this.onChange(row);
+    }
+    if (event.type === "session.titled" && row) {
+      row.title = typeof event.title === "string" ? event.title : null;
+      this.render();
       if (id === this.selected) this.onChange(row);
     }
     if (!row || event.type === "chat.done" || event.type === "session.state" || event.type === "session.compacted") this.refetchSoon();
@@ -139,7 +167,8 @@ export class SessionsView {
       if (parent && ids.has(parent)) children.set(parent, [...(children.get(parent) ?? []), row]);
       else roots.push(row);
     }
-    roots.sort((a, b) => b.created_at.localeCompare(a.created_at));
+    // Most recently active first, as the server lists them.
+    roots.sort((a, b) => (b.updated_at ?? b.created_at).localeCompare(a.updated_at ?? a.created_at));
     const build = (row: SessionRow): HTMLElement => {
       const kids = (children.get(row.id) ?? []).sort((a, b) => a.created_at.localeCompare(b.created_at));
       const button = h("button", { type: "button", class: "session-row", onclick: () => this.onSelect(row) });
@@ -151,7 +180,8 @@ export class SessionsView {
         kids.length ? h("ul", { class: "session-children", role: "group" }, kids.map(build)) : null,
       );
     };
-    replaceChildren(this.list, roots.length ? roots.map(build) : h("li", { class: "empty" }, this.rows.size ? "No session matches the filter." : "No sessions yet."));
+    const none = this.query ? `No session matches “${this.query}”.` : this.rows.size ? "No session matches the filter." : "No sessions yet.";
+    replaceChildren(this.list, roots.length ? roots.map(build) : h("li", { class: "empty" }, none));
     this.select(this.selected);
     if (focusedId) this.itemOf(focusedId)?.querySelector<HTMLElement>(".session-row")?.focus();
   }
@@ -162,8 +192,8 @@ export class SessionsView {
     fill.style.width = `${Math.min(100, (row.context_size / window_) * 100).toFixed(1)}%`;
     replaceChildren(
       button,
-      h("span", { class: "row-top" }, h("span", { class: `status-dot ${row.status}`, "aria-hidden": "true" }), h("span", { class: "row-name" }, row.instance_name || row.agent), h("span", { class: "row-id" }, shortId(row.id)), h("span", { class: `badge status ${row.status}` }, row.status)),
-      h("span", { class: "row-meta" }, row.model ?? "default model", " · ", `${compactNumber(row.token_usage?.total_tokens ?? 0)} tok`, row.cost_usd !== undefined ? ` · ${money(row.cost_usd)}` : ""),
+      h("span", { class: "row-top" }, h("span", { class: `status-dot ${row.status}`, "aria-hidden": "true" }), h("span", { class: "row-name", title: sessionName(row) }, sessionName(row)), h("span", { class: "row-id" }, shortId(row.id)), h("span", { class: `badge status ${row.status}` }, row.status)),
+      h("span", { class: "row-meta" }, besideName(row), row.model ?? "default model", " · ", `${compactNumber(row.token_usage?.total_tokens ?? 0)} tok`, row.cost_usd !== undefined ? ` · ${money(row.cost_usd)}` : ""),
       h("span", { class: "ctx-bar", title: `context ${row.context_size.toLocaleString()} of ${window_.toLocaleString()} tokens` }, fill),
     );
   }

@@ -12,7 +12,10 @@ const FILTERS = [
   ["closed", "Closed"],
 ] as const;
 
-export function sidebarControls(api: Api, onCreated: (row: SessionRow) => void, onFilter: (filter: StatusFilter) => void): HTMLElement {
+/** How long the search waits after the last key before asking the server. */
+const SEARCH_PAUSE_MS = 200;
+
+export function sidebarControls(api: Api, onCreated: (row: SessionRow) => void, onFilter: (filter: StatusFilter) => void, onSearch: (query: string) => void): HTMLElement {
   const agentPicker = h("select", { "aria-label": "Agent for a new session", class: "agent-picker" }, h("option", { value: "default" }, "default"));
   const message = h("p", { class: "form-message error", role: "alert" });
   const newSession = h("button", { type: "button", testid: "new-session", class: "primary" }, "New session");
@@ -36,5 +39,11 @@ export function sidebarControls(api: Api, onCreated: (row: SessionRow) => void, 
     .get<{ name: string; description?: string }[]>("/agents")
     .then((agents) => agentPicker.replaceChildren(...agents.map((agent) => h("option", { value: agent.name, title: agent.description ?? "", selected: agent.name === "default" }, agent.name))))
     .catch(() => undefined);
-  return h("div", { class: "sidebar-head" }, h("div", { class: "row" }, agentPicker, newSession), filter, message);
+  const search = h("input", { type: "search", testid: "session-search", class: "session-search", placeholder: "Search titles, ids, agents", "aria-label": "Search sessions" });
+  let pause: number | undefined;
+  search.addEventListener("input", () => {
+    window.clearTimeout(pause);
+    pause = window.setTimeout(() => onSearch(search.value), SEARCH_PAUSE_MS);
+  });
+  return h("div", { class: "sidebar-head" }, h("div", { class: "row" }, agentPicker, newSession), search, filter, message);
 }
