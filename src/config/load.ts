@@ -4,10 +4,10 @@ import { join, resolve } from "node:path";
 import { VeilError } from "../errors.js";
 import { sharedValidators } from "../base/validation.js";
 import { ownEntry, withoutPrototypes } from "./dictionary.js";
-import { builtinDefaultAgent, defaultMode, defaultModelInfo, defaultSettings } from "./defaults.js";
+import { builtinDefaultAgent, defaultMode, defaultSettings } from "./defaults.js";
 import { AgentFileSchema, ModelsFileSchema, SettingsFileSchema } from "./schemas.js";
 import { didYouMean, findUnknownKeys, type UnknownKeyListener } from "./unknown-keys.js";
-import type { AgentConfig, ModeConfig, ModelInfo, Settings, VeilConfig, VeilPaths } from "./types.js";
+import type { AgentConfig, ModeConfig, ModelEntry, Settings, VeilConfig, VeilPaths } from "./types.js";
 
 export interface LoadOptions {
   workspace: string;
@@ -62,17 +62,12 @@ export function loadConfig(options: LoadOptions): VeilConfig {
   checkProviders(finalSettings);
   checkStore(finalSettings);
 
-  let models: Record<string, ModelInfo> = {};
+  // Kept as written: the catalogue and the defaults fill the rest when a model is looked up.
+  const models: Record<string, ModelEntry> = {};
   for (const dir of [paths.homeDir, paths.projectDir]) {
-    const data = readJsonFile(join(dir, "models.json"), modelsFile, options.onUnknownKey) as Record<string, Partial<ModelInfo>> | undefined;
-    for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...ownEntry(models, key), ...entry } as ModelInfo;
+    const data = readJsonFile(join(dir, "models.json"), modelsFile, options.onUnknownKey) as Record<string, ModelEntry> | undefined;
+    for (const [key, entry] of Object.entries(data ?? {})) models[key] = { ...ownEntry(models, key), ...entry };
   }
-  models = Object.fromEntries(
-    Object.entries(models).map(([key, entry]) => [
-      key,
-      { ...defaultModelInfo(), ...entry } as ModelInfo,
-    ]),
-  );
 
   return deepFreeze(withoutPrototypes({ paths, settings: finalSettings, models, agents: loadAgents(paths, options.onUnknownKey), env: { ...options.env } }));
 }

@@ -199,6 +199,9 @@ export interface ModelInfo {
   cost?: ModelCost;
 }
 
+/** A models.json entry as written: any of ModelInfo's fields; the rest come from the catalogue and defaults (llm/models.ts modelInfo). */
+export type ModelEntry = Partial<ModelInfo>;
+
 export interface ModeConfig {
   enabled: boolean;
   /** Allowlist; empty = every tool. */
@@ -246,7 +249,8 @@ export interface VeilPaths {
 export interface VeilConfig {
   paths: VeilPaths;
   settings: Settings;
-  models: Record<string, ModelInfo>;
+  /** models.json entries (global < project, field by field); read them through llm/models.ts modelInfo. */
+  models: Record<string, ModelEntry>;
   agents: Record<string, AgentConfig>;
   /** Environment the config was read with (for apiKeyEnv); never sent to tools. */
   env: Record<string, string | undefined>;

@@ -1,4 +1,4 @@
-import type { AgentConfig, ModelInfo, Settings } from "../config/types.js";
+import type { AgentConfig, ModelEntry, ModelInfo, Settings } from "../config/types.js";
 import { VeilError } from "../errors.js";
 import { modelInfo, pickModelKey } from "../llm/models.js";
 import type { ContentPart } from "../llm/types.js";
@@ -88,7 +88,7 @@ function toContentPart(part: ChatPart): ContentPart {
  */
 export function assertModelTakesContent(
   message: ChatContent,
-  turn: { perCallModel?: string; session: SessionRow; agent: AgentConfig | undefined; settings: Settings; models: Record<string, ModelInfo> },
+  turn: { perCallModel?: string; session: SessionRow; agent: AgentConfig | undefined; settings: Settings; models: Record<string, ModelEntry> },
 ): void {
   if (typeof message === "string" || !message.some((part) => (part as { type?: unknown }).type === "image_url")) return;
   const key = pickModelKey({ perCall: turn.perCallModel, session: turn.session.model, agent: turn.agent?.model, settings: turn.settings });

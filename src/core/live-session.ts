@@ -1,7 +1,7 @@
 import type { IdGenerator } from "../base/ids.js";
 import type { Logger } from "../base/log.js";
 import type { TokenUsage } from "../base/usage.js";
-import type { ModelInfo } from "../config/types.js";
+import type { ModelEntry } from "../config/types.js";
 import type { RunResult, StopReason } from "../engines/types.js";
 import { costOf } from "../llm/cost.js";
 import { modelInfo } from "../llm/models.js";
@@ -44,7 +44,7 @@ export interface LiveSessionDeps {
 }
 
 /** USD of one call at models.json prices of the model that answered (null: no price). */
-export function priceOf(models: Record<string, ModelInfo>, usage: TokenUsage, modelKey: string): number | null {
+export function priceOf(models: Record<string, ModelEntry>, usage: TokenUsage, modelKey: string): number | null {
   return costOf(usage, modelInfo(modelKey, models).cost);
 }
 

@@ -1,4 +1,4 @@
-import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
+import type { ModelEntry, ProviderConfig, Settings } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
 import { errorMessage, isVeilError } from "../errors.js";
 import type { Logger } from "../base/log.js";
@@ -11,7 +11,7 @@ export type ProviderFactory = (name: string, config: ProviderConfig, env: Record
 
 export interface LlmClientOptions {
   settings: Pick<Settings, "providers" | "defaultProvider" | "fallbackModels" | "retry">;
-  models: Record<string, ModelInfo>;
+  models: Record<string, ModelEntry>;
   env: Record<string, string | undefined>;
   clock: Clock;
   log?: Logger;

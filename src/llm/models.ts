@@ -1,5 +1,6 @@
 import { defaultModelInfo } from "../config/defaults.js";
-import type { ModelInfo, ProviderConfig, Settings } from "../config/types.js";
+import type { ModelEntry, ModelInfo, ProviderConfig, Settings } from "../config/types.js";
+import { catalogueInfo } from "./catalogue.js";
 import { VeilError } from "../errors.js";
 import type { ResolvedModel } from "./types.js";
 
@@ -83,13 +84,16 @@ export function pickModelKey(sources: {
 }
 
 /** [key, ...the model's own fallbacks, ...settings.fallbackModels], without repeats. */
-export function fallbackChain(key: string, settings: Pick<Settings, "fallbackModels">, models: Record<string, ModelInfo>): string[] {
+export function fallbackChain(key: string, settings: Pick<Settings, "fallbackModels">, models: Record<string, ModelEntry>): string[] {
   const own = Object.hasOwn(models, key) ? (models[key]?.fallbacks ?? []) : [];
   return [...new Set([key, ...own, ...(settings.fallbackModels ?? [])].filter((k) => typeof k === "string" && k.length > 0))];
 }
 
-/** The catalogue entry for a key, filled with defaults; text-only default for unknown keys. */
-export function modelInfo(key: string, models: Record<string, ModelInfo>): ModelInfo {
+/**
+ * What Veil knows of a model: its models.json entry (global < project, field by field) over
+ * the built-in catalogue's (llm/catalogue.ts) over the defaults (text only, 128k window).
+ */
+export function modelInfo(key: string, models: Record<string, ModelEntry>): ModelInfo {
   const entry = Object.hasOwn(models, key) ? models[key] : undefined;
-  return { ...defaultModelInfo(), ...entry };
+  return { ...defaultModelInfo(), ...catalogueInfo(key), ...entry };
 }

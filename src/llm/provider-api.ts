@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { defaultSettings } from "../config/defaults.js";
-import type { ModelInfo, ReasoningConfig, Settings } from "../config/types.js";
+import type { ModelEntry, ReasoningConfig, Settings } from "../config/types.js";
 import { systemClock, type Clock } from "../base/clock.js";
 import { VeilError } from "../errors.js";
 import type { Logger } from "../base/log.js";
@@ -30,7 +30,7 @@ export interface CallWithProviderFallbackOptions {
   /** For apiKeyEnv. default: process.env */
   env?: Record<string, string | undefined>;
   /** Model catalogue (fallbacks). default: {} */
-  models?: Record<string, ModelInfo>;
+  models?: Record<string, ModelEntry>;
   maxTokens?: number;
   temperature?: number;
   clock?: Clock;

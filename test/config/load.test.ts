@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
+import { modelInfo } from "../../src/llm/models.js";
 import { loadConfig } from "../../src/config/load.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -64,6 +65,8 @@ describe("loadConfig", () => {
     ws = tmpWorkspace({ files: { ".veil/models.json": JSON.stringify({ "p/vision": { input_modalities: ["text", "image"] } }) } });
     const config = loadConfig({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, "nohome") } });
     expect(config.agents.default).toMatchObject({ source: "builtin", modes: { chat: { enabled: true, tools: [] } } });
-    expect(config.models["p/vision"]).toEqual({ input_modalities: ["text", "image"], context_window: 128000 });
+    // Entries stay as written; the catalogue and the defaults fill the rest when a model is looked up.
+    expect(config.models["p/vision"]).toEqual({ input_modalities: ["text", "image"] });
+    expect(modelInfo("p/vision", config.models)).toEqual({ input_modalities: ["text", "image"], context_window: 128000 });
   });
 });
