@@ -176,7 +176,11 @@ function commandName(argv: readonly string[]): [string | undefined, string[]] {
 export function parseCommand(argv: readonly string[], cwd: string): Command {
   const [name, rest] = commandName(argv);
   if (!name || name === "--help" || name === "-h") return { kind: "help", text: USAGE };
-  if (name === "help") return { kind: "help", text: rest[0] && COMMANDS[rest[0]] ? commandUsage(rest[0]) : USAGE };
+  if (name === "help") {
+    const topic = rest.slice(0, 2).join(" ");
+    const known = Object.hasOwn(COMMANDS, topic) ? topic : rest[0] && Object.hasOwn(COMMANDS, rest[0]) ? rest[0] : undefined;
+    return { kind: "help", text: known ? commandUsage(known) : USAGE };
+  }
   if (name === "--version" || name === "-v" || name === "version") return { kind: "version" };
   const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!spec) throw new UsageError(`veil: unknown command ${JSON.stringify(name)}`);

@@ -94,6 +94,8 @@ describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
       for (const command of ["serve", "run", "agents", "tools", "sessions"]) expect(result.stdout).toContain(`veil ${command} `);
     }
     expect((await veil(["help", "run"])).stdout).toMatch(/^Usage: veil run /);
+    expect((await veil(["help", "sessions", "prune"])).stdout).toMatch(/^Usage: veil sessions prune .*--idle DURATION/);
+    expect((await veil(["sessions", "close", "--help"])).stdout).toMatch(/^Usage: veil sessions close .*ID\.\.\.$/m);
   });
 
   it("a usage mistake is one clear first line, then the usage, exit 64", async () => {

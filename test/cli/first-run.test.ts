@@ -71,7 +71,8 @@ describe.skipIf(!isClone)("the README's first command in a fresh clone", () => {
     else await run(process.execPath, [join(clone, "scripts", "prepare.mjs")], { cwd: clone, maxBuffer: 64 * 1024 * 1024 });
     before = snapshot(join(clone, "dist"));
     served = await serveOnce(clone, home, [...readmeRunCommand(), "--port", "0"]);
-  }, 240_000);
+    // A checkout with uncommitted changes has no build of its HEAD: the clone builds one (minutes on a loaded machine).
+  }, 600_000);
 
   afterAll(() => {
     if (root) rmSync(root, { recursive: true, force: true });

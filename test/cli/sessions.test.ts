@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
 import { spawnVeil, veilBuilt, type Spawned } from "../helpers/cli.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
+import { createRuntime } from "../../src/runtime.js";
+import { memoryLogger } from "../../src/base/log.js";
 import { tmpWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 let llm: FakeLlm;
@@ -51,7 +53,27 @@ async function runs(...prompts: string[]): Promise<Row[]> {
   return listed();
 }
 
-describe.skipIf(!veilBuilt)("veil sessions", () => {
+/**
+ * Sessions as `veil run` leaves them (origin run, ephemeral, titled by their prompt), made in
+ * process to spare a spawn each; newest first, as listings order them.
+ */
+async function oneShotSessions(...titles: string[]): Promise<Row[]> {
+  const runtime = await createRuntime({ workspace: ws.root, mode: "oneshot", env, log: memoryLogger() });
+  try {
+    const rows: Row[] = [];
+    for (const title of titles) {
+      rows.unshift((await runtime.sessions.create({ agent: "default", origin: "run", ephemeral: true, title })) as unknown as Row);
+      // Each a millisecond later than the one before, so last activity orders them.
+      for (const start = Date.now(); Date.now() === start; ) await new Promise((resolve) => setImmediate(resolve));
+    }
+    return rows;
+  } finally {
+    await runtime.close();
+  }
+}
+
+// Each test spawns veil several times: a loaded machine needs more than the default 30 s.
+describe.skipIf(!veilBuilt)("veil sessions", { timeout: 120_000 }, () => {
   it("lists open sessions most recently active first, with their title from the first prompt; --search and --all narrow or widen it", async () => {
     const rows = await runs("Summarise the README for a newcomer", "List the TODO comments\nin src/");
     expect(rows.map((r) => [r.title, r.origin, r.ephemeral])).toEqual([
@@ -76,7 +98,7 @@ describe.skipIf(!veilBuilt)("veil sessions", () => {
   });
 
   it("close ID… closes each one named; an unknown id is reported on stderr and makes the exit 1", async () => {
-    const [a, b, c] = await runs("one", "two", "three");
+    const [a, b, c] = await oneShotSessions("one", "two", "three");
     const result = await veil(["sessions", "close", a!.id, "sess_nope", c!.id]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe(`closed ${a!.id}  three\nclosed ${c!.id}  one\n`);
@@ -89,7 +111,7 @@ describe.skipIf(!veilBuilt)("veil sessions", () => {
   });
 
   it("prune --idle 7d closes every open session idle that long; --dry-run only lists them", async () => {
-    const [fresh, old, older] = await runs("older", "old", "fresh");
+    const [fresh, old, older] = await oneShotSessions("older", "old", "fresh");
     idleFor(ws.root, old!.id, 8 * DAY);
     idleFor(ws.root, older!.id, 40 * DAY);
     const dry = await veil(["sessions", "prune", "--idle", "7d", "--dry-run"]);
@@ -111,7 +133,7 @@ describe.skipIf(!veilBuilt)("veil sessions", () => {
   });
 
   it("a one-shot session nobody continued is closed once idle past limits.idleSessionTtl (24h); --continue within it keeps the session", async () => {
-    const [forgotten] = await runs("forgotten");
+    const [forgotten] = await oneShotSessions("forgotten");
     idleFor(ws.root, forgotten!.id, 25 * 3_600_000);
     const late = await veil(["run", "--continue", "go on"]);
     expect(late.code).toBe(1);
@@ -128,7 +150,7 @@ describe.skipIf(!veilBuilt)("veil sessions", () => {
   });
 });
 
-describe.skipIf(!veilBuilt)("veil sessions close beside a running veil serve", () => {
+describe.skipIf(!veilBuilt)("veil sessions close beside a running veil serve", { timeout: 120_000 }, () => {
   async function serve() {
     served = await createRuntimeHarness({ llm });
     const server = await served.serve();
