@@ -84,13 +84,13 @@ export class SessionManager {
 
   /** The caller's title (null clears); a session someone names is kept (no longer ephemeral). */
   async rename(id: string, title: string | null): Promise<SessionRow> {
-    return renameSession(this.deps, id, title);
+    return renameSession(this.writer(id), title);
   }
 
   /** Someone came back to a one-shot session (`--continue`, `agent/<name>/<id>`, a chat over HTTP): it is no longer closed when idle. */
   async keep(id: string): Promise<SessionRow> {
     const session = await this.get(id);
-    return session.ephemeral ? this.deps.store.updateSession(id, { ephemeral: false }) : session;
+    return session.ephemeral ? this.writer(id).keep() : session;
   }
 
   isRunning(id: string): boolean {
@@ -158,7 +158,7 @@ export class SessionManager {
       live.pending.delete(messageId);
       throw error;
     }
-    if (session.title === null) await titleFromFirstMessage(this.deps, id, message);
+    if (session.title === null) await titleFromFirstMessage(this.writer(id), this.deps.log, message);
     const delivery = live.run ? "queued" : "started";
     if (!live.run) {
       if (this.gate) void this.startIfOwner(id, live, messageId, options);

@@ -1,8 +1,8 @@
-import type { EventSink } from "../base/events.js";
 import type { Logger } from "../base/log.js";
 import { VeilError } from "../errors.js";
-import type { SessionRow, Store } from "../store/store.js";
+import type { SessionRow } from "../store/store.js";
 import type { ChatContent } from "./chat-content.js";
+import type { SessionWriter } from "./session-writer.js";
 
 /** Longest title a caller may give (after its whitespace is folded). */
 export const TITLE_MAX_CHARS = 200;
@@ -39,31 +39,21 @@ export function chosenTitle(title: string | null): string | null {
   return line;
 }
 
-/** What naming a session needs: the store and the event log (a rename publishes `session.titled`). */
-export interface TitleDeps {
-  store: Store;
-  events: EventSink;
-  log: Logger;
-}
-
 /**
- * Titles a session from its first message, unless it has a title already (given on create, or
- * a racing first message). Naming is a nicety: a failure is logged, never the message's.
+ * Titles a session from its first message, unless it has a title already. Naming is a nicety:
+ * a failure is logged, never the message's.
  */
-export async function titleFromFirstMessage(deps: TitleDeps, sessionId: string, message: ChatContent): Promise<void> {
+export async function titleFromFirstMessage(writer: SessionWriter, log: Logger, message: ChatContent): Promise<void> {
   const title = titleFromMessage(message);
   if (!title) return;
   try {
-    // No event: the turn this message starts announces itself (session.state), and lists refetch on it.
-    await deps.store.setSessionTitle(sessionId, title, { ifUnset: true });
+    await writer.titleIfUnset(title);
   } catch (error) {
-    deps.log.warn("could not title the session from its first message", { sessionId, error: String(error) });
+    log.warn("could not title the session from its first message", { sessionId: writer.sessionId, error: String(error) });
   }
 }
 
-/** PATCH /sessions/:id { title }: the caller's title (null clears it); the session is kept from then on (no longer ephemeral). */
-export async function renameSession(deps: TitleDeps, sessionId: string, title: string | null): Promise<SessionRow> {
-  const row = (await deps.store.setSessionTitle(sessionId, chosenTitle(title)))!;
-  await deps.events.publish(sessionId, { type: "session.titled", title: row.title });
-  return row;
+/** PATCH /sessions/:id { title }: the caller's title (null clears it), checked and folded to one line. */
+export function renameSession(writer: SessionWriter, title: string | null): Promise<SessionRow> {
+  return writer.setTitle(chosenTitle(title));
 }

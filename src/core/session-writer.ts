@@ -51,6 +51,29 @@ export class SessionWriter {
   }
 
   /**
+   * The title someone chose (null clears it), with its session.titled event. Naming is not
+   * activity (updated_at stays), and a session someone names is kept (no longer ephemeral).
+   */
+  async setTitle(title: string | null): Promise<SessionRow> {
+    const row = (await this.deps.store.setSessionTitle(this.deps.sessionId, title))!;
+    await this.publish({ type: "session.titled", title: row.title });
+    return row;
+  }
+
+  /**
+   * A title made from the first message, only while the session has none (one given on create,
+   * or a racing first message, wins). No event: the turn the message starts announces itself.
+   */
+  async titleIfUnset(title: string): Promise<void> {
+    await this.deps.store.setSessionTitle(this.deps.sessionId, title, { ifUnset: true });
+  }
+
+  /** Someone came back to a one-shot session: it is no longer closed once idle. */
+  keep(): Promise<SessionRow> {
+    return this.deps.store.updateSession(this.deps.sessionId, { ephemeral: false });
+  }
+
+  /**
    * After a crash or a cut run: every assistant tool_call gets exactly one result (a
    * CANCELLED placeholder where the tool never finished), so the next provider request is
    * valid; calls left in a non-terminal state are closed too. Each placeholder is published
