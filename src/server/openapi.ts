@@ -143,6 +143,12 @@ const DOCS: Record<string, Doc> = {
   "GET /sessions/:id": { summary: "one session", tag: "sessions", response: SessionSchema },
   "PATCH /sessions/:id": { summary: "set the title (null clears it); a session given a title is no longer ephemeral", tag: "sessions", body: PatchBody, response: SessionSchema },
   "DELETE /sessions/:id": { summary: "close a session (kills its shells, drops its timer, closes its sub-agents)", tag: "sessions", response: SessionSchema },
+  "DELETE /sessions": {
+    summary: "close several sessions, named in ids (comma-separated, at most 1000); unknown ids are listed in notFound",
+    tag: "sessions",
+    query: { ids: "the sessions to close: ID,ID,… (required)" },
+    response: Type.Object({ closed: ListOf(SessionSchema), notFound: ListOf(Type.String()) }),
+  },
   "POST /sessions/close": {
     summary: "close several sessions: those in ids, or every open top-level session idle for at least idle (\"7d\"); unknown ids are listed in notFound",
     tag: "sessions",

@@ -87,7 +87,7 @@ describe("session titles over HTTP", () => {
   });
 });
 
-describe("closing several sessions at once: POST /sessions/close", () => {
+describe("closing several sessions at once: POST /sessions/close, DELETE /sessions?ids=", () => {
   it("closes the ids given, each once, in order, and lists the ones that name no session", async () => {
     const { json } = await served();
     const make = async () => (await json("/sessions", { method: "POST", body: "{}" })).body.id;
@@ -105,6 +105,25 @@ describe("closing several sessions at once: POST /sessions/close", () => {
     expect(h!.events.filter((e) => e.type === "session.state" && (e as { status: string }).status === "closed").map((e) => e.sessionId).sort()).toEqual([a, b].sort());
     // Closed again: still answered, still closed.
     expect((await json<{ closed: Row[] }>("/sessions/close", { method: "POST", body: JSON.stringify({ ids: [a] }) })).body.closed[0]).toMatchObject({ id: a, status: "closed" });
+  });
+
+  it("DELETE /sessions?ids= closes the ids named the same way; no ids is refused, never every session", async () => {
+    const { json } = await served();
+    const make = async () => (await json("/sessions", { method: "POST", body: "{}" })).body.id;
+    const [a, b, keep] = [await make(), await make(), await make()];
+    const res = await json<{ closed: Row[]; notFound: string[] }>(`/sessions?ids=${a},sess_gone, ${b},${a}`, { method: "DELETE" });
+    expect(res.status).toBe(200);
+    expect(res.body.closed.map((r) => [r.id, r.status])).toEqual([
+      [a, "closed"],
+      [b, "closed"],
+    ]);
+    expect(res.body.notFound).toEqual(["sess_gone"]);
+    for (const query of ["", "?ids=", "?ids=,,", `?ids=${Array.from({ length: 1001 }, (_, i) => `s${i}`).join(",")}`]) {
+      const refused = await json<{ error: { code: string } }>(`/sessions${query}`, { method: "DELETE" });
+      expect(refused.status, query.slice(0, 20)).toBe(400);
+      expect(refused.body.error.code).toBe("VALIDATION_ERROR");
+    }
+    expect((await json(`/sessions/${keep}`)).body.status).toBe("idle");
   });
 
   it("with idle, closes every open top-level session with no activity for that long", async () => {

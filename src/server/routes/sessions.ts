@@ -5,7 +5,7 @@ import { statusOf, VeilError } from "../../errors.js";
 import type { RunResult } from "../../engines/types.js";
 import type { SessionFilter, SessionRow, SessionStatus } from "../../store/store.js";
 import { DURATION_PATTERN, parseDuration } from "../../base/duration.js";
-import { closeSessions, idleSessions, MAX_CLOSE_IDS } from "../../core/session-cleanup.js";
+import { closeSessions, idleSessions, MAX_CLOSE_IDS, type CloseOutcome } from "../../core/session-cleanup.js";
 import { sessionView } from "../../core/session-view.js";
 import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
 import { jsonBody } from "../body.js";
@@ -65,6 +65,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const sessions = runtime.sessions;
   const publicSession = sessionView(runtime.config, runtime.agents);
+  const closedReply = (outcome: CloseOutcome) => ({ closed: outcome.closed.map(publicSession), notFound: outcome.notFound });
 
   app.post("/sessions", async (c) => {
     const body = await jsonBody<Static<typeof CreateBody>>(c, CreateBody);
@@ -92,14 +93,17 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
 
   app.delete("/sessions/:id", async (c) => c.json(publicSession(await sessions.close(c.req.param("id")))));
 
-  // Several at once: a body, not `DELETE /sessions?ids=…` (a long id list outgrows URL limits,
-  // and some proxies drop DELETE bodies), and the same route closes by idleness (prune).
+  // Several at once, named in the query: a DELETE body is dropped by some proxies.
+  app.delete("/sessions", async (c) => {
+    return c.json(closedReply(await closeSessions(sessions, closeIdsOf(c.req.query("ids")))));
+  });
+
+  // The same with a body, for id lists that outgrow a URL, and by idleness (prune).
   app.post("/sessions/close", async (c) => {
     const body = await jsonBody<Static<typeof CloseBody>>(c, CloseBody);
     if ((body.ids === undefined) === (body.idle === undefined)) throw new VeilError("VALIDATION_ERROR", 'give "ids" (the sessions to close) or "idle" (close every open top-level session idle that long), one of the two');
     const ids = body.ids ?? (await idleSessions(runtime.store, runtime.clock.now(), parseDuration(body.idle!, "idle"))).map((row) => row.id);
-    const outcome = await closeSessions(sessions, ids);
-    return c.json({ closed: outcome.closed.map(publicSession), notFound: outcome.notFound });
+    return c.json(closedReply(await closeSessions(sessions, ids)));
   });
 
   app.get("/sessions/:id/messages", async (c) => {
@@ -181,6 +185,14 @@ function listFilter(query: Record<string, string>): SessionFilter {
   const max = limit === undefined ? undefined : Number(limit);
   if (max !== undefined && (!Number.isInteger(max) || max < 1)) throw new VeilError("VALIDATION_ERROR", "limit must be a positive integer");
   return { status: status as SessionStatus | undefined, parentSessionId: parent, query: q?.trim() || undefined, order, limit: max };
+}
+
+/** `DELETE /sessions?ids=a,b`: the ids, comma-separated; none at all is refused (it never means "every session"). */
+function closeIdsOf(query: string | undefined): string[] {
+  const ids = (query ?? "").split(",").map((id) => id.trim()).filter((id) => id.length > 0);
+  if (ids.length === 0) throw new VeilError("VALIDATION_ERROR", "ids: name the sessions to close, comma-separated (DELETE /sessions?ids=ID,ID)");
+  if (ids.length > MAX_CLOSE_IDS) throw new VeilError("VALIDATION_ERROR", `ids: at most ${MAX_CLOSE_IDS} sessions at once`);
+  return ids;
 }
 
 /** The message as send() takes it, after its parts are checked and the turn's model is known to take them. */
