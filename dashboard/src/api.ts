@@ -1,4 +1,4 @@
-/** The public HTTP API (CONTRACT §5), with the bearer secret the user typed in. */
+/** The public HTTP API (the routes of src/server/routes), with the bearer secret the user typed in. */
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {

@@ -6,7 +6,7 @@ import type { LiveStream, StreamState } from "./stream.js";
 export const HIDDEN_PAUSE_MS = 60_000;
 
 export class ConnectionIndicator {
-  /** Its trimmed text is `live` exactly when every stream is open (CONTRACT §13). */
+  /** Its trimmed text is `live` exactly when every stream is open (the tests and scripts wait on that word). */
   readonly el = h("span", { testid: "connection-status", class: "conn connecting", role: "status", "aria-label": "Connection" }, "connecting");
   private readonly states = new Map<string, StreamState>();
 

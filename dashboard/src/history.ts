@@ -1,5 +1,5 @@
 /**
- * History of a session: from the durable event log (CONTRACT §10,
+ * History of a session: from the durable event log (
  * `GET /sessions/:id/events?after=N&limit=M&follow=false`, a JSON array) when the
  * server has it, else from the stored messages. A server without the log answers that
  * URL with the live SSE stream instead; the probe sees the content type and lets go.

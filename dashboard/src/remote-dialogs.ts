@@ -1,5 +1,5 @@
 /**
- * Remote methods (the manual's "Remote Method Execution"): every `method.pending`
+ * Remote methods (a tool waiting on an answer from outside): every `method.pending`
  * opens a dialog — `confirm` asks yes/no, `user-dialog` and `ask_user` take a text
  * answer, `tool_approval` shows the tool call waiting to run with Approve / Deny (and an
  * optional reason), anything else shows its JSON data and takes a JSON answer. The first answer

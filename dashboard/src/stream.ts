@@ -20,7 +20,7 @@ export interface StreamOptions {
   onOpen?(resumed: boolean): void;
 }
 
-/** An event as the server sends it (CONTRACT §6): flat JSON with type and sessionId. */
+/** An event as the server sends it: flat JSON with type and sessionId. */
 export interface ServerEvent {
   type: string;
   sessionId?: string;

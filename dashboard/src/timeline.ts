@@ -113,7 +113,7 @@ export class Timeline {
       case "tool.progress": {
         const tool = this.tools.get(String(event.toolCallId ?? event.toolUseId));
         if (!tool || tool.ended) return;
-        // CONTRACT §10: seconds.
+        // tool.progress carries elapsed seconds.
         tool.elapsedMs = Number(event.elapsed) * 1000;
         return this.touch(tool);
       }
