@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   LLM_ERROR: 502,
   PROVIDER_ERROR: 502,
+  /** The turn's final answer was not JSON valid against the chat's output_schema, after the repair requests. */
+  OUTPUT_SCHEMA_MISMATCH: 502,
   /** The database behind the store cannot be reached (down, refusing, cut mid-query). */
   STORE_UNAVAILABLE: 503,
   TIMEOUT: 504,

@@ -50,6 +50,8 @@ export type VeilEventBody =
       /** The run's spend in USD at models.json prices. */
       cost_usd?: number;
       error?: { code: string; message: string };
+      /** The final answer's parsed value, when the chat asked for an output schema and the answer matched it. */
+      structured?: unknown;
     }
   /** The history was compacted; `summaryMessageId` is null when no summary was made. */
   | { type: "session.compacted"; reason: "auto" | "manual" | "overflow"; tokensBefore: number; tokensAfter: number; summaryMessageId: string | null }

@@ -43,8 +43,13 @@ export function precompiledValidators(): Map<string, () => ValidateFunction> {
 
 /** Phrases AJV errors so a model can fix its call: names the field and what it must be. */
 export function describeErrors(errors: ErrorObject[]): string {
+  return `${problemsOf(errors, "the input")}. Rewrite the input so it satisfies the schema.`;
+}
+
+/** The first five AJV errors as one phrase ("missing required field "x"; "y" must be number"); `root` names the whole value. */
+export function problemsOf(errors: ErrorObject[], root: string): string {
   const lines = errors.slice(0, 5).map((e) => {
-    const where = e.instancePath ? `"${e.instancePath.slice(1).replace(/\//g, ".")}"` : "the input";
+    const where = e.instancePath ? `"${e.instancePath.slice(1).replace(/\//g, ".")}"` : root;
     switch (e.keyword) {
       case "required":
         return `missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
@@ -58,5 +63,5 @@ export function describeErrors(errors: ErrorObject[]): string {
         return `${where} ${e.message ?? "is invalid"}`;
     }
   });
-  return `${lines.join("; ")}. Rewrite the input so it satisfies the schema.`;
+  return lines.join("; ");
 }

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { DURATION_PATTERN, parseDuration } from "../base/duration.js";
 
@@ -19,6 +20,8 @@ export type RunCommand = Common & {
   prompt?: string;
   session?: string;
   continueLast: boolean;
+  /** Absolute path of a JSON Schema file: the final answer must be JSON valid against it, printed alone. */
+  outputSchema?: string;
 };
 export type ListCommand = Common & { kind: "agents"; json: boolean };
 export type ToolsCommand = Common & { kind: "tools"; agent: string; json: boolean };
@@ -79,6 +82,7 @@ const COMMANDS: Record<string, CommandSpec> = {
       session: { type: "string", value: "ID", help: "continue this session" },
       continue: { type: "boolean", short: "c", help: "continue the workspace's most recently active top-level session" },
       json: { type: "boolean", help: "print every event as one JSON line on stdout" },
+      "output-schema": { type: "string", value: "FILE", help: "the final answer must be JSON valid against this JSON Schema; stdout gets that JSON alone" },
       "log-format": LOG_FORMAT,
       help: HELP,
     },
@@ -205,7 +209,8 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
       if (agent !== undefined && (session !== undefined || continueLast)) throw new UsageError("veil run: --agent picks the agent of a new session; a continued session keeps its own", usage);
       const text = positionals.join(" ").trim();
       const prompt = positionals.length === 1 && positionals[0] === "-" ? undefined : text || undefined;
-      return { kind: "run", ...common, agent, model: values.model as string | undefined, json, prompt, session, continueLast };
+      const schemaFile = values["output-schema"] as string | undefined;
+      return { kind: "run", ...common, agent, model: values.model as string | undefined, json, prompt, session, continueLast, ...(schemaFile !== undefined ? { outputSchema: resolve(cwd, schemaFile) } : {}) };
     }
     case "tools":
       return { kind: "tools", ...common, agent: (values.agent as string | undefined) ?? "default", json };

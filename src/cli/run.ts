@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import type { VeilEvent } from "../base/events.js";
+import { compileOutputSchema, type OutputSchema } from "../engines/output-schema.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { SessionRow } from "../store/store.js";
@@ -13,10 +15,13 @@ export type { CliIo } from "./terminal.js";
 
 /**
  * One turn in process (no server): assistant text to stdout; thinking (dimmed) and tool
- * activity to stderr. The session stays open, so `--session ID` / `--continue` can go on
- * with it later. Returns the exit code.
+ * activity to stderr. With an output schema, stdout gets only the final answer's JSON. The
+ * session stays open, so `--session ID` / `--continue` can go on with it later. Returns the
+ * exit code.
  */
 export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
+  // A schema file that cannot be read or compiled fails before anything starts.
+  const outputSchema = command.outputSchema === undefined ? undefined : readOutputSchema(command.outputSchema);
   const prompt = await resolvePrompt(command, io);
   // Ctrl-C cancels the turn like POST /sessions/:id/cancel: the session goes idle with every
   // tool call answered, so --continue can go on; a second Ctrl-C quits at once.
@@ -28,10 +33,10 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
       // Checked before the turn, so a missing model or key is one CONFIG_ERROR line and nothing is sent.
       await runtime.sessions.checkModelReady(session, command.model);
       if (interrupt.requested) return cancelled(io);
-      const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io);
+      const renderer = command.json ? (event: VeilEvent) => io.stdout(JSON.stringify(event) + "\n") : createRenderer(io, { text: !outputSchema });
       const unsubscribe = runtime.bus.subscribe({ sessionId: session.id }, renderer);
       const stopAnswering = answerApprovals(runtime, io);
-      const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" } });
+      const receipt = await runtime.sessions.send(session.id, prompt, { model: command.model, meta: { source: "cli" }, ...(outputSchema ? { outputSchema } : {}) });
       interrupt.onFirst(() => void runtime.sessions.cancel(session.id).catch((error: unknown) => runtime.log.warn("could not cancel the turn", { error: String(error) })));
       const result = await receipt.result;
       stopAnswering();
@@ -42,6 +47,7 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
         return 1;
       }
       if (result.stopReason === "cancelled") return cancelled(io);
+      if (outputSchema && !command.json && "structured" in result) io.stdout(`${JSON.stringify(result.structured)}\n`);
       if (result.stopReason !== "stop") io.stderr(`run stopped: ${result.stopReason}\n`);
       return result.stopReason === "stop" || result.stopReason === "length" ? 0 : 2;
     } finally {
@@ -55,6 +61,23 @@ export async function runOnce(command: RunCommand, io: CliIo): Promise<number> {
 function cancelled(io: CliIo): number {
   io.stderr("cancelled\n");
   return EXIT_INTERRUPTED;
+}
+
+/** The --output-schema file, compiled: FILE_NOT_FOUND, or VALIDATION_ERROR naming what is wrong. */
+function readOutputSchema(path: string): OutputSchema {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new VeilError("FILE_NOT_FOUND", `--output-schema: cannot read ${path}: ${(error as Error).message}`);
+  }
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (error) {
+    throw new VeilError("VALIDATION_ERROR", `--output-schema: ${path} is not JSON: ${(error as Error).message}`);
+  }
+  return compileOutputSchema(schema, `--output-schema ${path}`);
 }
 
 /** The prompt: the arguments, else stdin when it is `-` or piped. */
@@ -95,8 +118,8 @@ export function lastActive(rows: readonly SessionRow[]): SessionRow | undefined 
 
 type Renderer = ((event: VeilEvent) => void) & { finish(): void };
 
-/** Human output: text as it streams to stdout; thinking dimmed and tool activity on stderr. */
-function createRenderer(io: CliIo): Renderer {
+/** Human output: text as it streams to stdout (unless `text` is off); thinking dimmed and tool activity on stderr. */
+function createRenderer(io: CliIo, show: { text: boolean }): Renderer {
   const err = paintFor(io.env, io.stderrIsTTY);
   let stdoutAtLineStart = true;
   let thinking = false;
@@ -113,6 +136,7 @@ function createRenderer(io: CliIo): Renderer {
         break;
       case "chat.chunk":
         endThinking();
+        if (!show.text) break;
         io.stdout(event.content);
         stdoutAtLineStart = event.content.endsWith("\n");
         break;

@@ -1,6 +1,6 @@
 import { Type } from "../schema.js";
 import { DURATION_PATTERN } from "../base/duration.js";
-import type { ReasoningEffort, ReasoningStyle, SandboxMode, SandboxNetwork } from "./types.js";
+import type { ReasoningEffort, ReasoningStyle, SandboxMode, SandboxNetwork, StructuredOutputMode } from "./types.js";
 
 /**
  * One schema per config file; validation errors name the file and the field. Every key Veil
@@ -57,6 +57,9 @@ const ProviderSchema = Type.Object(
     idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: "ms of silence allowed between chunks once the body streams (default 120000)." })),
     reasoning: Type.Optional(
       Type.Unsafe<ReasoningStyle>({ type: "string", enum: ["openai", "openrouter", "anthropic", "none"], description: "How reasoning goes on the wire." }),
+    ),
+    structuredOutput: Type.Optional(
+      Type.Unsafe<StructuredOutputMode>({ type: "string", enum: ["with-tools", "without-tools", "none"], description: "When an output schema goes out as response_format." }),
     ),
   },
   { additionalProperties: false },

@@ -27,7 +27,18 @@ export interface ProviderConfig {
    * host ends in openrouter.ai, else "openai" (see llm/openai-compatible/reasoning.ts).
    */
   reasoning?: ReasoningStyle;
+  /**
+   * When a turn with an output schema sends `response_format: { type: "json_schema" }`:
+   * "with-tools" on every model call (the provider keeps calling tools under it, as OpenAI's
+   * API does), "without-tools" only on calls that offer no tools (repair requests are then
+   * sent without them), "none" never (the schema is asked for in words only). default:
+   * "with-tools" when the base URL's host is api.openai.com, else "without-tools" (see
+   * llm/openai-compatible/response-format.ts).
+   */
+  structuredOutput?: StructuredOutputMode;
 }
+
+export type StructuredOutputMode = "with-tools" | "without-tools" | "none";
 
 export type ReasoningStyle = "openai" | "openrouter" | "anthropic" | "none";
 

@@ -9,6 +9,9 @@ import type { ContextWriter } from "./compaction/session-context.js";
 import { eventInput } from "./event-input.js";
 import type { SessionWriter } from "./session-writer.js";
 
+/** The meta `source` of the user rows that ask for a final answer matching the output schema. */
+export const OUTPUT_REPAIR_SOURCE = "output_schema";
+
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
 export interface RunObserver {
   /** Messages drained from the inbox at a boundary (already stored). */
@@ -44,6 +47,8 @@ export class RunRecorder {
   private iterations = 0;
   private last: { content: string | null; finishReason: string; messageId: string | null } = { content: null, finishReason: "stop", messageId: null };
   private ended: { stopReason: StopReason; error?: { code: string; message: string } } | null = null;
+  /** Under an output schema: the answer's JSON text, and its value once it matched. */
+  private output: { content: string | null; value?: unknown } | null = null;
   /**
    * The last model call's usage, not yet stored: the assistant step that follows it stores it
    * in its own statement (one round trip less per step); any other write stores it first.
@@ -89,6 +94,11 @@ export class RunRecorder {
         return this.toolFinished(event.result, event.input);
       case "context_compacted":
         await writer.publish({ type: "session.compacted", reason: event.reason, tokensBefore: event.tokensBefore, tokensAfter: event.tokensAfter, summaryMessageId: null });
+        return;
+      case "output_repair":
+        return this.repairRequested(event.content);
+      case "structured_output":
+        this.output = { content: event.content, ...("value" in event ? { value: event.value } : {}) };
         return;
       case "run_ended":
         this.ended = { stopReason: event.stopReason, ...(event.error ? { error: event.error } : {}) };
@@ -157,6 +167,7 @@ export class RunRecorder {
       messageId: result.messageId,
       ...(result.costUsd !== undefined ? { cost_usd: result.costUsd } : {}),
       ...(result.error ? { error: result.error } : {}),
+      ...("structured" in result ? { structured: result.structured } : {}),
     });
   }
 
@@ -183,8 +194,9 @@ export class RunRecorder {
   result(): RunResult {
     const stop = this.ended ?? { stopReason: "error" as const, error: { code: "INTERNAL_ERROR", message: "the engine ended without a result" } };
     const natural = stop.stopReason === "stop" || stop.stopReason === "length" || stop.stopReason === "content_filter";
+    const structured = this.output && "value" in this.output && !stop.error ? { structured: this.output.value } : {};
     return {
-      content: this.last.content,
+      content: this.output ? this.output.content : this.last.content,
       finishReason: natural ? this.last.finishReason : stop.stopReason,
       stopReason: stop.stopReason,
       messageId: this.last.messageId,
@@ -192,7 +204,14 @@ export class RunRecorder {
       iterations: this.iterations,
       ...(this.priced ? { costUsd: this.cost } : {}),
       ...(stop.error ? { error: stop.error } : {}),
+      ...structured,
     };
+  }
+
+  /** A request for a final answer that matches the output schema: a user row the next model call sees. */
+  private async repairRequested(content: string): Promise<void> {
+    const row = await this.writer.appendUserRow(content, { source: OUTPUT_REPAIR_SOURCE });
+    this.deps.context?.addRow(row);
   }
 
   /**

@@ -15,6 +15,7 @@ import type { SessionWriter } from "./session-writer.js";
 import { buildToolContext, type ToolTurn } from "./tool-context.js";
 import type { Resources } from "./resources.js";
 import { resolveBudget } from "../engines/stop-conditions.js";
+import type { OutputSchema } from "../engines/output-schema.js";
 import type { SkillSource } from "../tools/skills/source.js";
 import { withSkillTool } from "../tools/skills/skill-tool.js";
 import { instructionsSection, type InstructionFile } from "./instructions/project.js";
@@ -64,6 +65,8 @@ export interface PreparedRun {
   annotate?: NestedInstructions["annotate"];
   /** The calls that wait for approval (absent when the agent's approval list is empty). */
   approvals?: ApprovalGate;
+  /** The final answer must match it (the message that started the run asked for it). */
+  outputSchema?: OutputSchema;
 }
 
 /**
@@ -73,7 +76,7 @@ export interface PreparedRun {
 export async function prepareRun(
   deps: RunSetupDeps,
   session: SessionRow,
-  perCall: { model?: string; reasoning?: ReasoningConfig },
+  perCall: { model?: string; reasoning?: ReasoningConfig; outputSchema?: OutputSchema },
   sessionResources: Resources,
   writer: SessionWriter,
 ): Promise<PreparedRun> {
@@ -110,6 +113,7 @@ export async function prepareRun(
     context: contextTurn(config, agent, modelKey, model, systemPrompt),
     ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
     ...(approvals ? { approvals } : {}),
+    ...(perCall.outputSchema ? { outputSchema: perCall.outputSchema } : {}),
     async budget() {
       const fresh = await store.getSession(id);
       return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);

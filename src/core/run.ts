@@ -124,6 +124,7 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
       budget: turn.budget,
       signal,
       engineState: (await host.deps.store.getSessionMeta<Record<string, unknown>>(id, ENGINE_STATE_KEY)) ?? null,
+      ...(turn.outputSchema ? { outputSchema: turn.outputSchema } : {}),
     },
     runIO(host, scope, turn),
   );

@@ -143,6 +143,10 @@ export class SessionManager {
     if (this.stopping) throw new VeilError("CANCELLED", "the runtime is shutting down");
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
+    // An output schema binds the final answer of the run its message starts; a running run's answer is not that.
+    if (options.outputSchema && (live.run || session.status === "running")) {
+      throw new VeilError("SESSION_BUSY", `session "${id}" is running a turn; a message with an output schema must start its own turn (send it once the session is idle)`);
+    }
     // Before anything is stored: a blocked prompt leaves no trace but the hook.run event.
     content = await screenPrompt(this.deps.hooks, id, content, options.meta);
     const messageId = this.deps.ids.next("msg");

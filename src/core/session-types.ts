@@ -1,5 +1,6 @@
 import type { Budget, ReasoningConfig } from "../config/types.js";
 import type { Engine, RunResult } from "../engines/types.js";
+import type { OutputSchema } from "../engines/output-schema.js";
 import type { LlmClient } from "../llm/types.js";
 import type { HookRunner } from "./hooks.js";
 import type { ToolServices } from "../tools/services.js";
@@ -45,6 +46,11 @@ export interface SendOptions {
   model?: string;
   reasoning?: ReasoningConfig;
   meta?: Record<string, unknown>;
+  /**
+   * The final answer of the run this message starts must be JSON valid against it. Such a
+   * message must start its run: sent while the session runs, it is refused (SESSION_BUSY).
+   */
+  outputSchema?: OutputSchema;
 }
 
 export interface SendReceipt {

@@ -5,6 +5,7 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
 import type { AssistantMessage, LlmError, LlmMessage, ToolCallRequest } from "../llm/types.js";
 import type { SessionToolset } from "../tools/registry.js";
 import type { Attachment } from "../tools/types.js";
+import type { OutputSchema } from "./output-schema.js";
 
 export type StopReason =
   | "stop"
@@ -28,6 +29,8 @@ export interface RunResult {
   /** Spend of this run in USD (0 when the model has no price). */
   costUsd?: number;
   error?: { code: string; message: string };
+  /** Under an output schema: the final answer's parsed value, once it matched. */
+  structured?: unknown;
 }
 
 /** One tool call's outcome after the state machine (or the engine) answered it. */
@@ -67,6 +70,14 @@ export type RunEvent =
   | { type: "tool_finished"; result: ToolCallResult; input: unknown }
   /** The engine compacted its own conversation (claude-cli: the SDK's /compact) → session.compacted. */
   | { type: "context_compacted"; reason: "auto" | "manual"; tokensBefore: number; tokensAfter: number }
+  /** Under an output schema: the final answer did not match, and this request for another goes into the history as a user message. */
+  | { type: "output_repair"; content: string }
+  /**
+   * Under an output schema: the run's answer (its JSON text) and, when it matched, its parsed
+   * value. The text stands for the last assistant message's when an engine's answer is not
+   * one (claude-cli's StructuredOutput tool call).
+   */
+  | { type: "structured_output"; content: string | null; value?: unknown }
   | { type: "run_ended"; stopReason: StopReason; error?: { code: string; message: string } };
 
 export interface RunRequest {
@@ -87,6 +98,8 @@ export interface RunRequest {
   signal: AbortSignal;
   /** What the engine saved for this session last time (e.g. an SDK conversation id). */
   engineState: Record<string, unknown> | null;
+  /** The final answer must be JSON valid against this schema (tools work as usual until then). */
+  outputSchema?: OutputSchema;
 }
 
 /** What the runtime offers an engine while it runs. */

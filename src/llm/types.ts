@@ -74,6 +74,12 @@ export interface LlmRequest {
   temperature?: number;
   signal?: AbortSignal;
   /**
+   * The turn's output schema: its final answer must be JSON valid against it. Whether the call
+   * carries it as `response_format` is the provider's `structuredOutput` setting; `repair` marks
+   * a call that asks again for an answer that did not match.
+   */
+  outputSchema?: { name: string; schema: Record<string, unknown>; repair: boolean };
+  /**
    * A client's own chat-completions body (the completions proxy): sent to the provider as it
    * is, but for `model`, which becomes the provider's model id. The fields above then only
    * describe the call to Veil (they are not sent a second time).

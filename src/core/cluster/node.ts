@@ -326,7 +326,7 @@ export class ClusterNode implements RunGate {
   }
 
   /** A run on another node ended: messages sent here that it consumed get its result. */
-  private async settleWaiters(row: StoredEvent, done: { content: string | null; finishReason: string; stopReason: string; tokenUsage: RunResult["usage"]; messageId: string | null; cost_usd?: number; error?: { code: string; message: string } }): Promise<void> {
+  private async settleWaiters(row: StoredEvent, done: { content: string | null; finishReason: string; stopReason: string; tokenUsage: RunResult["usage"]; messageId: string | null; cost_usd?: number; error?: { code: string; message: string }; structured?: unknown }): Promise<void> {
     const list = this.waiters.get(row.session_id);
     if (!list?.length) return;
     const queued = new Set((await this.deps.store.listInbox(row.session_id)).map((item) => item.id));
@@ -339,6 +339,7 @@ export class ClusterNode implements RunGate {
       iterations: 0,
       ...(done.cost_usd !== undefined ? { costUsd: done.cost_usd } : {}),
       ...(done.error ? { error: done.error } : {}),
+      ...("structured" in done ? { structured: done.structured } : {}),
     };
     this.remoteResults.add(result);
     const answer = done.messageId ? await this.deps.store.getMessage(done.messageId) : undefined;

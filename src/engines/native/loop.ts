@@ -1,12 +1,13 @@
 import { ZERO_USAGE } from "../../base/usage.js";
 import type { TokenUsage } from "../../base/usage.js";
 import { reportedError } from "../../llm/reported-error.js";
-import type { AssistantMessage, LlmClient, LlmError, LlmMessage, StreamEvent, ToolCallRequest } from "../../llm/types.js";
+import type { AssistantMessage, LlmClient, LlmError, LlmMessage, LlmRequest, StreamEvent, ToolCallRequest } from "../../llm/types.js";
 import { formatToolError } from "../../tools/format.js";
 import { toolResultContent } from "../../tools/result-content.js";
 import { addUsage, budgetStop } from "../stop-conditions.js";
 import { runToolCalls } from "../tool-events.js";
 import type { Engine, RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
+import { OutputGuard } from "./output-guard.js";
 
 /** Veil's own loop over an OpenAI-compatible provider: it owns no store, bus or multi-agent state. */
 export function createNativeEngine(deps: { llm: LlmClient }): Engine {
@@ -29,6 +30,7 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
   const startedAt = io.clock.monotonic();
   let usage: TokenUsage = { ...ZERO_USAGE };
   let iterations = 0;
+  const guard = request.outputSchema ? new OutputGuard(request.outputSchema) : null;
   const ended = (stopReason: StopReason, error?: { code: string; message: string }): RunEvent => ({
     type: "run_ended",
     stopReason,
@@ -49,9 +51,10 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
     if (limit) return yield ended(limit);
 
     iterations++;
-    const view = io.modelContext ? await io.modelContext() : messages;
+    const context = io.modelContext ? await io.modelContext() : messages;
+    const view = guard ? guard.view(context) : context;
     let outcome: StreamOutcome | undefined;
-    for await (const event of callModel(view, request, io, llm)) {
+    for await (const event of callModel(view, request, io, llm, guard?.nextCall())) {
       if ("kind" in event) outcome = event;
       else yield event;
     }
@@ -70,12 +73,22 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
     const { message, finishReason } = response;
     const calls = message.toolCalls;
     let final = calls.length === 0 && !io.hasPendingInput();
+    // Under an output schema a final answer that does not match asks for another.
+    const verdict = final && guard ? guard.judge(message.content) : undefined;
+    if (verdict?.kind === "repair") final = false;
     // A Stop hook may continue the run: its message then arrives through nextInputs().
-    if (final && finishReason === "stop" && io.runEnding && !request.signal.aborted && (await io.runEnding())) final = false;
+    if (final && verdict?.kind !== "mismatch" && finishReason === "stop" && io.runEnding && !request.signal.aborted && (await io.runEnding())) final = false;
     yield { type: "assistant_message", message, finishReason, usage: response.usage, final };
     messages.push({ role: "assistant", content: message.content, thinking: message.thinking, toolCalls: calls.length ? calls : undefined });
+    if (verdict?.kind === "repair") {
+      yield { type: "output_repair", content: verdict.request };
+      messages.push({ role: "user", content: verdict.request });
+      continue;
+    }
 
     if (calls.length === 0) {
+      if (final && verdict?.kind === "mismatch") return yield ended("error", verdict.error);
+      if (final && verdict?.kind === "accept") yield { type: "structured_output", content: message.content, value: verdict.value };
       if (final) return yield ended(finishReason === "length" ? "length" : finishReason === "content_filter" ? "content_filter" : "stop");
       continue;
     }
@@ -104,11 +117,11 @@ export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmCli
  * any output is compacted by io and retried once; refused again, the call fails with the
  * error io names (CONTEXT_OVERFLOW). Usage of every attempt is reported.
  */
-async function* callModel(view: LlmMessage[], request: RunRequest, io: RunIO, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
+async function* callModel(view: LlmMessage[], request: RunRequest, io: RunIO, llm: LlmClient, outputSchema?: LlmRequest["outputSchema"]): AsyncGenerator<RunEvent | StreamOutcome> {
   for (let retried = false; ; retried = true) {
     let outcome: StreamOutcome | undefined;
     let produced = false;
-    for await (const event of streamOnce(view, request, llm)) {
+    for await (const event of streamOnce(view, request, llm, outputSchema)) {
       if ("kind" in event) outcome = event;
       else {
         produced = true;
@@ -162,7 +175,7 @@ function runEvent(event: StreamEvent): RunEvent | undefined {
   }
 }
 
-async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient): AsyncGenerator<RunEvent | StreamOutcome> {
+async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient, outputSchema?: LlmRequest["outputSchema"]): AsyncGenerator<RunEvent | StreamOutcome> {
   let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
   const stream = llm.stream({
     modelKey: request.modelKey,
@@ -171,6 +184,7 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
     reasoning: request.reasoning,
     maxTokens: request.maxOutputTokens,
     signal: request.signal,
+    ...(outputSchema ? { outputSchema } : {}),
   });
   // Once the request is out, the first tool calls' start-up work overlaps the model's time
   // to answer; the delay keeps it off the request's own path (connect, send). A stream over

@@ -7,7 +7,7 @@
  * that the SDK's types hide; (3) exact control over error classification and no hidden
  * retry layer. The parser is ~60 lines, the rest is mapping we would write anyway.
  */
-import type { ProviderConfig, ReasoningStyle } from "../../config/types.js";
+import type { ProviderConfig } from "../../config/types.js";
 import { providerTimeouts, type ProviderTimeouts } from "../../config/defaults.js";
 import type { LlmError, LlmProvider, LlmRequest, StreamEvent } from "../types.js";
 import { unsetKeyMessage, unsetKeyVariable } from "../models.js";
@@ -17,7 +17,8 @@ import { SseParser } from "./sse-parser.js";
 import { reasoningStyleFor } from "./reasoning.js";
 import { nodeHttpTransport, type HttpAnswer, type HttpTransport } from "./http-transport.js";
 import { SilenceTimer, timedChunks, timedText } from "./silence.js";
-import { requestBody } from "./to-wire.js";
+import { requestBody, type WireDialect } from "./to-wire.js";
+import { structuredOutputFor } from "./response-format.js";
 
 export interface OpenAiProviderOptions {
   env: Record<string, string | undefined>;
@@ -36,7 +37,7 @@ export function createOpenAiProvider(name: string, config: ProviderConfig, optio
     transport: options.transport ?? nodeHttpTransport(),
     timeouts: providerTimeouts(config),
     now: options.now ?? Date.now,
-    reasoningStyle: reasoningStyleFor(config),
+    dialect: { style: reasoningStyleFor(config), structuredOutput: structuredOutputFor(config) },
   };
   return { name, stream: (request) => streamChat(settings, request) };
 }
@@ -49,7 +50,7 @@ interface StreamSettings {
   transport: HttpTransport;
   timeouts: ProviderTimeouts;
   now: () => number;
-  reasoningStyle: ReasoningStyle;
+  dialect: WireDialect;
 }
 
 /** The API key from config.apiKey or env[config.apiKeyEnv]; `missing` says what to set when apiKeyEnv names an unset variable. */
@@ -99,7 +100,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
           ...(auth.key ? { authorization: `Bearer ${auth.key}` } : {}),
           ...s.config.headers,
         },
-        body: JSON.stringify(requestBody(request, s.reasoningStyle)),
+        body: JSON.stringify(requestBody(request, s.dialect)),
         signal: controller.signal,
       });
     } catch (error) {

@@ -1,4 +1,5 @@
 import type { ProviderConfig, ReasoningConfig, ReasoningEffort, ReasoningStyle } from "../../config/types.js";
+import { providerHost } from "./provider-host.js";
 
 /**
  * Reasoning on the chat-completions wire. One provider setting, `reasoning`,
@@ -7,12 +8,7 @@ import type { ProviderConfig, ReasoningConfig, ReasoningEffort, ReasoningStyle }
  */
 export function reasoningStyleFor(provider: Pick<ProviderConfig, "baseUrl" | "reasoning">): ReasoningStyle {
   if (provider.reasoning) return provider.reasoning;
-  let host = "";
-  try {
-    host = new URL(provider.baseUrl).hostname.toLowerCase().replace(/\.$/, "");
-  } catch {
-    // an unparseable URL fails at fetch time with its own error; the style falls back
-  }
+  const host = providerHost(provider.baseUrl);
   return host === "openrouter.ai" || host.endsWith(".openrouter.ai") ? "openrouter" : "openai";
 }
 

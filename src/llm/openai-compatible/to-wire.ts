@@ -1,7 +1,8 @@
-import type { ReasoningEffort, ReasoningStyle } from "../../config/types.js";
+import type { ReasoningEffort, ReasoningStyle, StructuredOutputMode } from "../../config/types.js";
 import { wireToolArguments } from "../tool-arguments.js";
 import type { ContentPart, LlmMessage, LlmRequest, LlmToolSpec } from "../types.js";
 import { reasoningFields, thinkingEchoField, type WireReasoningFields } from "./reasoning.js";
+import { responseFormat, type WireResponseFormat } from "./response-format.js";
 
 /** OpenAI chat-completions wire shapes (the subset we send). */
 export type WireContentPart =
@@ -34,13 +35,25 @@ export interface WireRequest extends WireReasoningFields {
   tools?: WireTool[];
   max_tokens?: number;
   temperature?: number;
+  response_format?: WireResponseFormat;
 }
 
-/** Builds the request body for POST /chat/completions; `style` is the provider's reasoning dialect. */
-export function toWireRequest(request: LlmRequest, stream = true, style: ReasoningStyle = "openai"): WireRequest {
+/** What the body depends on of the provider's settings. */
+export interface WireDialect {
+  /** The provider's reasoning dialect. */
+  style?: ReasoningStyle;
+  /** When an output schema goes out as response_format (see response-format.ts). */
+  structuredOutput?: StructuredOutputMode;
+}
+
+/** Builds the request body for POST /chat/completions in the provider's dialect. */
+export function toWireRequest(request: LlmRequest, stream = true, dialect: WireDialect = {}): WireRequest {
+  const style = dialect.style ?? "openai";
   const body: WireRequest = { model: request.model, messages: toWireMessages(request.messages, style), stream };
   if (stream) body.stream_options = { include_usage: true };
-  if (request.tools && request.tools.length > 0) body.tools = request.tools.map(toWireTool);
+  const output = responseFormat(request, dialect.structuredOutput ?? "without-tools");
+  if (request.tools && request.tools.length > 0 && output.keepTools) body.tools = request.tools.map(toWireTool);
+  if (output.format) body.response_format = output.format;
   Object.assign(body, reasoningFields(request.reasoning, style, request.maxTokens));
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -51,8 +64,8 @@ export function toWireRequest(request: LlmRequest, stream = true, style: Reasoni
  * The body POST /chat/completions is sent: the client's own body when the request carries one
  * (the completions proxy), else one built from the request (toWireRequest).
  */
-export function requestBody(request: LlmRequest, style: ReasoningStyle = "openai"): object {
-  return request.wireBody ? forwardedBody(request.wireBody, request.model, style) : toWireRequest(request, true, style);
+export function requestBody(request: LlmRequest, dialect: WireDialect = {}): object {
+  return request.wireBody ? forwardedBody(request.wireBody, request.model, dialect.style ?? "openai") : toWireRequest(request, true, dialect);
 }
 
 /**

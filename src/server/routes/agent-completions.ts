@@ -9,6 +9,7 @@ import { createChunkEncoder, toChatCompletion, type CompletionMeta } from "../..
 import type { SessionRow } from "../../store/store.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { AGENT_MODEL_PREFIX } from "./models.js";
+import { compileOutputSchema, type OutputSchema } from "../../engines/output-schema.js";
 import { checkChatMessage } from "./sessions.js";
 import { titleFromMessage } from "../../core/session-title.js";
 
@@ -35,8 +36,14 @@ export function parseAgentModel(model: string | undefined): { agent: string; ses
  * ignored. The session id comes back in the `x-veil-session` header and in `model`
  * (`agent/<name>/<sessionId>`, ready to send again to continue).
  */
-export async function agentCompletion(c: Context<AppEnv>, state: ServerState, target: { agent: string; sessionId?: string }, body: { messages: WireMessage[]; stream?: boolean }): Promise<Response> {
+export async function agentCompletion(
+  c: Context<AppEnv>,
+  state: ServerState,
+  target: { agent: string; sessionId?: string },
+  body: { messages: WireMessage[]; stream?: boolean; response_format?: unknown },
+): Promise<Response> {
   const { runtime } = state;
+  const outputSchema = outputSchemaOf(body.response_format);
   const lastUser = body.messages.findLastIndex((m) => m.role === "user");
   if (lastUser < 0) throw new VeilError("VALIDATION_ERROR", "messages: an agent/<name> completion needs a user message");
   const turn = wireContent(body.messages[lastUser]!.content, `messages[${lastUser}].content`);
@@ -45,7 +52,7 @@ export async function agentCompletion(c: Context<AppEnv>, state: ServerState, ta
   const message = checkChatMessage(state, session, withTranscript(earlier, turn));
   const meta: CompletionMeta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: `${AGENT_MODEL_PREFIX}${target.agent}/${session.id}`, created: Math.floor(runtime.clock.now() / 1000) };
   c.header(SESSION_HEADER, session.id);
-  const sendOptions = { meta: { source: "openai" } };
+  const sendOptions = { meta: { source: "openai" }, ...(outputSchema ? { outputSchema } : {}) };
 
   if (!body.stream) {
     const result = await (await runtime.sessions.send(session.id, message, sendOptions)).result;
@@ -93,6 +100,25 @@ export async function agentCompletion(c: Context<AppEnv>, state: ServerState, ta
       unsubscribe();
     }
   });
+}
+
+/**
+ * `response_format` as the agent's turn takes it: `json_schema` binds the final answer to its
+ * schema (the message content is then the JSON text), `json_object` to any JSON object,
+ * `text` (or none) to nothing.
+ */
+export function outputSchemaOf(format: unknown): OutputSchema | undefined {
+  if (format === undefined || format === null) return undefined;
+  const type = typeof format === "object" ? (format as { type?: unknown }).type : undefined;
+  if (type === "text") return undefined;
+  if (type === "json_object") return compileOutputSchema({ type: "object" }, "response_format", "json_object");
+  if (type !== "json_schema") throw new VeilError("VALIDATION_ERROR", `response_format.type must be "json_schema", "json_object" or "text", got ${JSON.stringify(type)}`);
+  const spec = (format as { json_schema?: unknown }).json_schema;
+  if (typeof spec !== "object" || spec === null) throw new VeilError("VALIDATION_ERROR", "response_format.json_schema: an object { name, schema } is required");
+  const { name, schema } = spec as { name?: unknown; schema?: unknown };
+  if (typeof name !== "string") throw new VeilError("VALIDATION_ERROR", "response_format.json_schema.name: a string is required");
+  if (schema === undefined) throw new VeilError("VALIDATION_ERROR", "response_format.json_schema.schema: a JSON Schema is required");
+  return compileOutputSchema(schema, "response_format.json_schema.schema", name);
 }
 
 /** A session event as SSE lines: text and thinking as chunk deltas, tool activity as comments. */

@@ -12,6 +12,7 @@ import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
 import { sseResponse } from "../sse.js";
+import { compileOutputSchema } from "../../engines/output-schema.js";
 import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
 
 /** A title as callers give it: folded to one line and checked (1–200 characters) by core/session-title.ts. */
@@ -47,6 +48,8 @@ export const ChatBody = Type.Object(
     model: Type.Optional(Type.String({ minLength: 1 })),
     reasoning: Type.Optional(ReasoningSchema),
     stream: Type.Optional(Type.Boolean()),
+    /** A JSON Schema the turn's final answer must be valid against (compiled in output-schema.ts). */
+    output_schema: Type.Optional(Type.Object({}, { additionalProperties: true })),
   },
   { additionalProperties: false },
 );
@@ -58,6 +61,7 @@ export function chatReply(result: RunResult) {
     stopReason: result.stopReason,
     tokenUsage: result.usage,
     messageId: result.messageId,
+    ...("structured" in result ? { structured: result.structured } : {}),
   };
 }
 
@@ -138,6 +142,9 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.post("/sessions/:id/chat", async (c) => {
     const id = c.req.param("id");
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
+    // A schema AJV refuses is a 400 before anything is looked up, stored or sent.
+    const outputSchema = body.output_schema === undefined ? undefined : compileOutputSchema(body.output_schema, "output_schema");
+    const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}) };
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
     const session = await sessions.get(id);
     // Before anything is stored or streamed: a model that cannot be reached is one 400 CONFIG_ERROR.
@@ -158,7 +165,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
         until: ended,
       });
       try {
-        const receipt = await sessions.send(id, message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+        const receipt = await sessions.send(id, message, sendOptions);
         // Its run's chat.done was published before the result settles, so the stream has it.
         receipt.result.then(settle, settle);
       } catch (error) {
@@ -167,7 +174,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       }
       return response;
     }
-    const receipt = await sessions.send(id, message, { model: body.model, reasoning: body.reasoning, meta: { source: "http" } });
+    const receipt = await sessions.send(id, message, sendOptions);
     const result = await receipt.result;
     if (result.stopReason === "error" && result.error) {
       return c.json({ error: { code: result.error.code, message: result.error.message }, ...chatReply(result) }, statusOf(result.error.code) as ContentfulStatusCode);
