@@ -17,6 +17,8 @@ import type { RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "..
 import { MCP_SERVER_NAME, permissionFor, planTools, type ToolPlan } from "./tool-plan.js";
 import { toMcpResult } from "./tool-result.js";
 import type { ClaudeSdk } from "./sdk-loader.js";
+import { ClaudeStructuredOutput } from "./structured-output.js";
+import { describeFailure } from "./failure.js";
 
 /** How long a finished run waits for the child to exit on its own before it is ended. */
 const EXIT_WAIT_MS = 3000;
@@ -66,6 +68,8 @@ export class ClaudeTurn {
   private endedWith: StopReason | null = null;
   private sdkSessionId: string | null;
   private readonly abort = new AbortController();
+  /** The SDK's structured output, when the run has an output schema. */
+  private readonly structured: ClaudeStructuredOutput | null;
 
   constructor(
     private readonly request: RunRequest,
@@ -76,6 +80,7 @@ export class ClaudeTurn {
     this.natives = new NativeCalls(io.clock, (event) => this.emit(event));
     const stored = request.engineState?.sdkSessionId;
     this.sdkSessionId = typeof stored === "string" ? stored : null;
+    this.structured = request.outputSchema ? new ClaudeStructuredOutput(request.outputSchema) : null;
   }
 
   async *events(): AsyncGenerator<RunEvent> {
@@ -132,7 +137,7 @@ export class ClaudeTurn {
     const server = createVeilMcpServer(this.plan.wrapped, (name, args, id) => this.callTool(name, args, id));
     const thinking = thinkingFor(this.request.reasoning);
     const effort = effortFor(this.request.reasoning);
-    return {
+    const options: Options = {
       model: this.request.modelKey.replace(/^cc\//, ""),
       cwd: workspace,
       env: childEnv(settings, env, model, apiKey, { threshold: this.threshold(), maxOutputTokens: this.request.maxOutputTokens }),
@@ -152,6 +157,7 @@ export class ClaudeTurn {
       ...(cli?.executable ? { pathToClaudeCodeExecutable: cli.executable } : {}),
       spawnClaudeCodeProcess: (spawnOptions) => this.deps.processes.spawn(spawnOptions, (line) => this.stderr.push(line), (pid) => this.children.push(pid)),
     };
+    return this.structured?.withSdkOptions(options) ?? options;
   }
 
   /** The only reader of the SDK's messages; after the run ended it drains them so the child can exit. */
@@ -178,9 +184,12 @@ export class ClaudeTurn {
       case "stream_event":
         if (message.parent_tool_use_id === null) await this.onStreamEvent(message.event as StreamEvent);
         return;
-      case "user":
+      case "user": {
         this.natives.finish(message.message.content);
+        const repair = this.structured?.repairOf(message);
+        if (repair) this.emit(repair);
         return;
+      }
       case "result":
         return this.onResult(message);
       default:
@@ -231,7 +240,7 @@ export class ClaudeTurn {
 
   private async onStreamEvent(event: StreamEvent): Promise<void> {
     for (const runEvent of this.assembler.accept(event)) {
-      if (runEvent.type === "tool_call_started" && this.plan.natives.includes(runEvent.name)) this.natives.announce(runEvent.id);
+      if (runEvent.type === "tool_call_started" && this.isNative(runEvent.name)) this.natives.announce(runEvent.id);
       this.emit(runEvent);
     }
     if (event.type !== "message_stop") return;
@@ -247,7 +256,8 @@ export class ClaudeTurn {
       final = false;
       this.hookContinues = true;
     }
-    const natives = message.toolCalls.filter((call) => this.plan.natives.includes(call.name));
+    for (const call of message.toolCalls) this.structured?.noteCall(call);
+    const natives = message.toolCalls.filter((call) => this.isNative(call.name));
     // The CLI would ask the model to go on after max_tokens; Veil ends the run with "length" (as on openai).
     const cut = final && finishReason === "length";
     this.emit({ type: "assistant_message", message, finishReason, usage, final }, () => {
@@ -255,6 +265,11 @@ export class ClaudeTurn {
       for (const call of message.toolCalls) this.consumed(call.id).resolve();
       for (const call of natives) this.natives.start(call);
     });
+  }
+
+  /** A call the SDK runs itself: a kept native tool, or the StructuredOutput tool of an output schema. */
+  private isNative(name: string): boolean {
+    return this.plan.natives.includes(name) || (this.structured?.ownsTool(name) ?? false);
   }
 
   /** Resolves once the assistant message holding this tool call has been recorded. */
@@ -293,8 +308,15 @@ export class ClaudeTurn {
     if (message.is_error) {
       const text = "result" in message && typeof message.result === "string" ? message.result : message.subtype === "success" ? "" : message.errors.join("; ");
       if (this.iterations === 0 && this.sdkSessionId && /no conversation found/i.test(text)) return this.restartFresh();
+      if (this.structured && message.subtype === "error_max_structured_output_retries") {
+        const { event, error } = this.structured.exhausted(message);
+        this.emit(event);
+        return this.end("error", error);
+      }
       return this.end("error", { code: "LLM_ERROR", message: this.describeFailure(text || message.subtype) });
     }
+    // The answer of this SDK turn (a /compact command's turn has none).
+    if (!this.compacting) this.structured?.noteResult(message);
     // Between SDK turns: deliver what arrived meanwhile, in order, else the run is over.
     if (this.io.hasPendingInput() || this.hookContinues) {
       this.hookContinues = false;
@@ -309,6 +331,9 @@ export class ClaudeTurn {
       this.prompt.push(sdkCommand("/compact"));
       return;
     }
+    const answer = this.structured?.finish();
+    if (answer) this.emit(answer.event);
+    if (answer?.error) return this.end("error", answer.error);
     this.end(this.finalStop());
   }
 
@@ -377,15 +402,7 @@ export class ClaudeTurn {
   }
 
   private describeFailure(text: string): string {
-    const cli = this.deps.settings.claudeCli;
-    const where = cli?.baseUrl ? ` (base URL ${cli.baseUrl})` : "";
-    const tail = this.stderr.text();
-    // The API's own errors say enough; a crash or a refused start is explained by the child's stderr.
-    const stderr = tail && !/^API Error/.test(text) ? `\nclaude stderr:\n${tail}` : "";
-    if (/not logged in|invalid api key|x-api-key|authentication/i.test(text)) {
-      return `claude-cli: the Anthropic API refused the key${where}: ${text}. Set settings.claudeCli.apiKey / apiKeyEnv or ANTHROPIC_API_KEY.${stderr}`;
-    }
-    return `claude-cli${where}: ${text}${stderr}`;
+    return describeFailure(text, this.deps.settings.claudeCli, this.stderr.text());
   }
 
   private async cleanup(): Promise<void> {

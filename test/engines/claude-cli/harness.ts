@@ -8,7 +8,8 @@ import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import type { VeilEvent } from "../../../src/base/events.js";
 import { createClaudeCliEngine, type ClaudeCliEngine } from "../../../src/engines/claude-cli/index.js";
 import type { SdkImporter } from "../../../src/engines/claude-cli/sdk-loader.js";
-import type { Engine, RunEvent, StopReason } from "../../../src/engines/types.js";
+import type { Engine, RunEvent, RunResult, StopReason } from "../../../src/engines/types.js";
+import type { OutputSchema } from "../../../src/engines/output-schema.js";
 import type { Runtime } from "../../../src/runtime.js";
 import type { Store } from "../../../src/store/store.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../../helpers/fake-anthropic.js";
@@ -30,6 +31,8 @@ export interface TurnOutcome {
   events: RunEvent[];
   stopReason: StopReason | undefined;
   error?: { code: string; message: string };
+  /** What the sender of the message got. */
+  result: RunResult;
 }
 
 export interface EngineHarness {
@@ -44,7 +47,7 @@ export interface EngineHarness {
   log: RuntimeHarness["log"];
   harness: RuntimeHarness;
   /** Sends a message to the session and waits for the run that consumed it. */
-  turn(message: string, options?: { onEvent?: (event: RunEvent) => void; budget?: Record<string, number> }): Promise<TurnOutcome>;
+  turn(message: string, options?: { onEvent?: (event: RunEvent) => void; budget?: Record<string, number>; outputSchema?: OutputSchema }): Promise<TurnOutcome>;
   /** Sends a message while a run is going (it waits in the inbox). */
   inject(message: string): void;
   close(): Promise<void>;
@@ -98,14 +101,15 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
         events.push(event);
         turnOptions.onEvent?.(event);
       };
+      let result: RunResult;
       try {
-        const receipt = await rt.sessions.send(session.id, message);
-        await receipt.result;
+        const receipt = await rt.sessions.send(session.id, message, turnOptions.outputSchema ? { outputSchema: turnOptions.outputSchema } : {});
+        result = await receipt.result;
       } finally {
         tap = null;
       }
       const ended = events.find((e): e is Extract<RunEvent, { type: "run_ended" }> => e.type === "run_ended");
-      return { events, stopReason: ended?.stopReason, ...(ended?.error ? { error: ended.error } : {}) };
+      return { events, stopReason: ended?.stopReason, result, ...(ended?.error ? { error: ended.error } : {}) };
     },
     inject(message) {
       void runtime!.sessions.send(session.id, message);
