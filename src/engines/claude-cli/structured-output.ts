@@ -13,8 +13,8 @@ const INSTRUCTIONS = "# Final answer format\nWork with your tools as usual. When
 /**
  * An output schema on the claude-cli engine is the SDK's own structured output: its
  * `StructuredOutput` tool takes the answer, the SDK checks it against the schema and sends
- * the model its errors, up to MAX_STRUCTURED_OUTPUT_RETRIES failed calls (set to Veil's
- * repair count). A model that answers in text instead is asked once for the call (the SDK's
+ * the model its errors, up to MAX_STRUCTURED_OUTPUT_RETRIES failed calls (set so that it
+ * sends back as many as Veil's repair requests). A model that answers in text instead is asked once for the call (the SDK's
  * own reminder, recorded as a repair request). Veil checks what the SDK hands back with its
  * own validator too, and takes a text answer that is valid JSON of the schema.
  */
@@ -31,7 +31,8 @@ export class ClaudeStructuredOutput {
     return {
       ...options,
       outputFormat: { type: "json_schema", schema: this.output.schema },
-      env: { ...options.env, MAX_STRUCTURED_OUTPUT_RETRIES: String(MAX_OUTPUT_REPAIRS) },
+      // The SDK counts failed StructuredOutput calls, the first one included: one more than the repairs it sends back.
+      env: { ...options.env, MAX_STRUCTURED_OUTPUT_RETRIES: String(MAX_OUTPUT_REPAIRS + 1) },
       systemPrompt: `${typeof options.systemPrompt === "string" ? options.systemPrompt : ""}\n\n${INSTRUCTIONS}`,
       canUseTool: async (name, input, extra) => (name === STRUCTURED_OUTPUT_TOOL ? { behavior: "allow", updatedInput: input } : canUseTool!(name, input, extra)),
     };

@@ -70,7 +70,7 @@ describe("claude-cli engine: output schema", () => {
     expect(repairs[0]!.content).toContain("StructuredOutput");
   });
 
-  it("fails with OUTPUT_SCHEMA_MISMATCH when the SDK's retries run out (two attempts), keeping the last one", async () => {
+  it("fails with OUTPUT_SCHEMA_MISMATCH when the SDK's retries run out (three attempts: two repairs), keeping the last one", async () => {
     h = await createEngineHarness();
     h.api.respond(() => message().tool("StructuredOutput", { count: -1.5 }).stop());
     const outcome = await h.turn("count them", { outputSchema: output });
@@ -78,7 +78,8 @@ describe("claude-cli engine: output schema", () => {
     expect(outcome.error?.code).toBe("OUTPUT_SCHEMA_MISMATCH");
     expect(outcome.result.content).toBe('{"count":-1.5}');
     expect(outcome.result.structured).toBeUndefined();
-    expect(h.api.messageRequests).toHaveLength(2);
+    expect(h.api.messageRequests).toHaveLength(3);
+    expect(JSON.stringify(h.api.messageRequests[2]!.body.messages.at(-1))).toContain("does not match required schema");
     const done = h.wire.find((e) => e.type === "chat.done") as any;
     expect(done).toMatchObject({ stopReason: "error", error: { code: "OUTPUT_SCHEMA_MISMATCH" }, content: '{"count":-1.5}' });
   });
