@@ -34,6 +34,8 @@ export class VeilApiError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** The whole JSON answer: a failed chat's reply (its `content`, `stopReason`…) beside its error. */
+    readonly body?: unknown,
   ) {
     super(`${code}: ${message}`);
     this.name = "VeilApiError";
@@ -107,8 +109,12 @@ export class VeilClient {
     todos: (id: string): Promise<{ id: string; content: string; status: string; priority?: string }[]> => this.json("GET", `/sessions/${enc(id)}/todos`),
   };
 
-  /** Sends a message and waits for the turn's reply. A failed turn rejects with VeilApiError (e.g. 502 LLM_ERROR). */
-  chat(sessionId: string, message: string, options: ChatOptions = {}): Promise<ChatReply> {
+  /**
+   * Sends a message and waits for the turn's reply. A failed turn rejects with VeilApiError
+   * (e.g. 502 LLM_ERROR). With `output_schema`, `structured` is the answer's parsed value,
+   * typed as `T`: `await veil.chat<{ city: string }>(id, "…", { output_schema })`.
+   */
+  chat<T = unknown>(sessionId: string, message: string, options: ChatOptions = {}): Promise<ChatReply<T>> {
     const { signal, ...rest } = options;
     return this.json("POST", `/sessions/${enc(sessionId)}/chat`, { message, ...rest }, signal);
   }
@@ -228,7 +234,7 @@ async function apiError(res: Response): Promise<VeilApiError> {
   try {
     const parsed = JSON.parse(text) as { error?: { code?: string; message?: string; details?: unknown } | string };
     if (typeof parsed.error === "string") return new VeilApiError(res.status, parsed.error, parsed.error);
-    if (parsed.error?.code) return new VeilApiError(res.status, parsed.error.code, parsed.error.message ?? "", parsed.error.details);
+    if (parsed.error?.code) return new VeilApiError(res.status, parsed.error.code, parsed.error.message ?? "", parsed.error.details, parsed);
   } catch {
     // not JSON: fall through
   }

@@ -86,16 +86,26 @@ export interface CloseManyResult {
 export interface ChatOptions {
   model?: string;
   reasoning?: Reasoning;
+  /**
+   * A JSON Schema the turn's final answer must be valid against: the reply's `structured` is
+   * then the parsed answer. One that never matches rejects with OUTPUT_SCHEMA_MISMATCH (502).
+   */
+  output_schema?: Record<string, unknown>;
   signal?: AbortSignal;
 }
 
-/** The sync answer of `POST /sessions/:id/chat`. */
-export interface ChatReply {
+/**
+ * The sync answer of `POST /sessions/:id/chat`. `T` is the type the chat's `output_schema`
+ * describes (the client takes it on trust: the server validated the value against the schema).
+ */
+export interface ChatReply<T = unknown> {
   content: string | null;
   finishReason: string;
   stopReason: string;
   tokenUsage: TokenUsage;
   messageId: string | null;
+  /** With an `output_schema`: the final answer's parsed value. */
+  structured?: T;
 }
 
 /** A stored message (`GET /sessions/:id/messages`). */

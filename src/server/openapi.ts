@@ -69,7 +69,14 @@ const SessionSchema = Type.Object(
 );
 
 const ChatReply = Type.Object(
-  { content: Type.String(), finishReason: Type.String(), stopReason: Type.String(), tokenUsage: TokenUsage, messageId: Type.Union([Type.String(), Type.Null()]) },
+  {
+    content: Type.Union([Type.String(), Type.Null()], { description: "the final answer (with an output_schema: its JSON text)" }),
+    finishReason: Type.String(),
+    stopReason: Type.String(),
+    tokenUsage: TokenUsage,
+    messageId: Type.Union([Type.String(), Type.Null()]),
+    structured: Type.Optional(Type.Unknown({ description: "with an output_schema: the final answer's parsed value, valid against the schema" })),
+  },
   { additionalProperties: true },
 );
 

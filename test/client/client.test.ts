@@ -197,6 +197,21 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect(events.every((e) => e.sessionId === session.id)).toBe(true);
   });
 
+  it("chat with output_schema: structured is the parsed answer (typed by chat<T>); a mismatch rejects with OUTPUT_SCHEMA_MISMATCH and keeps the last answer", async () => {
+    const session = await veil.sessions.create();
+    const output_schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+    llm.enqueue(reply().text('{"city":"Lima"}').stop());
+    const answer = await veil.chat<{ city: string }>(session.id, "capital of Peru?", { output_schema });
+    const city: string | undefined = answer.structured?.city;
+    expect(city).toBe("Lima");
+    expect(answer.content).toBe('{"city":"Lima"}');
+
+    for (const text of ["Lima.", '{"town":"Lima"}', '{"city":1}']) llm.enqueue(reply().text(text).stop());
+    const failed = await veil.chat(session.id, "again?", { output_schema }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(VeilApiError);
+    expect(failed).toMatchObject({ status: 502, code: "OUTPUT_SCHEMA_MISMATCH", body: { stopReason: "error", content: '{"city":1}' } });
+  });
+
   it("events() reconnects by itself after the connection drops and replays what it missed with Last-Event-ID", async () => {
     const proxy = await startProxy(Number(new URL(server.url).port));
     const viaProxy = new VeilClient({ baseUrl: proxy.url, secret: SECRET });

@@ -83,4 +83,14 @@ describe("GET /openapi.json", () => {
     const refused = await server.fetch("/sessions", { method: "POST", body: JSON.stringify({ agent: "default", colour: "red" }) });
     expect(refused.status).toBe(400);
   });
+
+  it("documents structured output: the chat's output_schema, the reply's structured, response_format on the OpenAI wire", async () => {
+    h = await createRuntimeHarness();
+    const server = await h.serve();
+    const doc = (await (await server.fetch("/openapi.json")).json()) as Document & { components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> } };
+    const schemaOf = (path: string) => doc.paths[path]!.post!.requestBody!.content["application/json"]!.schema as { properties: Record<string, { description?: string }> };
+    expect(schemaOf("/sessions/{id}/chat").properties.output_schema!.description).toMatch(/JSON Schema.*structured.*OUTPUT_SCHEMA_MISMATCH/s);
+    expect(doc.components.schemas.ChatReply!.properties.structured!.description).toMatch(/parsed value/);
+    expect(schemaOf("/v1/chat/completions").properties.response_format!.description).toMatch(/json_schema.*agent\/<name>|agent\/<name>.*json_schema/s);
+  });
 });

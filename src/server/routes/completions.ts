@@ -22,6 +22,12 @@ export const CompletionBody = Type.Object(
     max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
     temperature: Type.Optional(Type.Number()),
     reasoning_effort: Type.Optional(Type.String()),
+    response_format: Type.Optional(
+      Type.Unknown({
+        description:
+          'Sent to the provider as given. With model agent/<name>: { "type": "json_schema", "json_schema": { "name", "schema" } } binds the agent\'s final answer to the schema (the message content is then its JSON text; a mismatch after 2 repair requests is 502 OUTPUT_SCHEMA_MISMATCH), "json_object" to any JSON object, "text" to nothing.',
+      }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -48,8 +48,12 @@ export const ChatBody = Type.Object(
     model: Type.Optional(Type.String({ minLength: 1 })),
     reasoning: Type.Optional(ReasoningSchema),
     stream: Type.Optional(Type.Boolean()),
-    /** A JSON Schema the turn's final answer must be valid against (compiled in output-schema.ts). */
-    output_schema: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    output_schema: Type.Optional(
+      Type.Object({}, {
+        additionalProperties: true,
+        description: "A JSON Schema (draft-07, 2019-09 or 2020-12; at most 64 KiB): the turn's final answer must be a JSON text valid against it; the reply and chat.done then carry `structured`, the parsed value. An invalid schema is 400 VALIDATION_ERROR; an answer that still does not match after 2 repair requests ends the turn with OUTPUT_SCHEMA_MISMATCH (502).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
