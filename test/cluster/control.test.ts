@@ -100,6 +100,25 @@ describe.skipIf(!!cluster.unavailable)("session control and streamed chats acros
     expect(user.map((m: any) => m.meta)).toEqual([{ source: "http" }, { source: "http" }, { source: "http" }, { source: "http" }]);
     await eventually(async () => ((await json(a!.fetch(`/sessions/${session.id}`))).status === "idle" ? true : undefined), "the session to be idle");
   }, 60_000);
+
+  it("a chat with an output_schema sent to a non-owner runs on the owner under the schema, and B's reply and stream carry structured", async () => {
+    const [a, b] = await cluster.start(2);
+    const session = await post(a!, "/sessions");
+    cluster.llm().enqueue(reply().text("owned").stop());
+    await chat(a!, session.id, "take it");
+    const output_schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"], additionalProperties: false };
+    cluster.llm().enqueue(reply().text("seven").stop(), reply().text('{"n":7}').stop());
+    const body = await post(b!, `/sessions/${session.id}/chat`, { message: "a number?", output_schema });
+    expect(body).toMatchObject({ stopReason: "stop", content: '{"n":7}', structured: { n: 7 } });
+    // The owner asked once for a repair (the schema reached its run through the inbox row).
+    const repairs = (await messages(b!, session.id)).filter((m: any) => m.meta?.source === "output_schema");
+    expect(repairs).toHaveLength(1);
+    expect(cluster.llm().completionRequests.at(-1)!.body.messages.at(-1).content).toContain("not valid JSON");
+
+    cluster.llm().enqueue(reply().text('{"n":8}').stop());
+    const res = await b!.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "another", output_schema, stream: true }) });
+    expect((await readSse(res)).map((m) => m.data).filter(Boolean).at(-1)).toMatchObject({ type: "chat.done", structured: { n: 8 } });
+  }, 60_000);
 });
 
 describe("control answers between nodes", () => {

@@ -81,6 +81,19 @@ describe("agent/<name> with response_format json_schema", () => {
     expect(h!.llm.completionRequests).toHaveLength(6);
   });
 
+  it('json_object asks for any JSON object (one repair here); "text" binds nothing', async () => {
+    const openai = await client();
+    h!.llm.enqueue(reply().text("[1, 2]").stop(), reply().text('{"items":[1,2]}').stop());
+    const object = await openai.chat.completions.create({ model: "agent/default", messages: [{ role: "user", content: "list" }], response_format: { type: "json_object" } });
+    expect(JSON.parse(object.choices[0]!.message.content!)).toEqual({ items: [1, 2] });
+    expect(h!.llm.completionRequests.at(-1)!.body.messages.at(-1).content).toContain("must be object");
+
+    h!.llm.enqueue(reply().text("plain words").stop());
+    const text = await openai.chat.completions.create({ model: "agent/default", messages: [{ role: "user", content: "say" }], response_format: { type: "text" } });
+    expect(text.choices[0]!.message.content).toBe("plain words");
+    expect(h!.llm.completionRequests).toHaveLength(3);
+  });
+
   it("a bad response_format is a 400 before any session is created or model called", async () => {
     const openai = await client();
     const bad: unknown[] = [
