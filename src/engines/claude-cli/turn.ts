@@ -260,9 +260,10 @@ export class ClaudeTurn {
     const natives = message.toolCalls.filter((call) => this.isNative(call.name));
     // The CLI would ask the model to go on after max_tokens; Veil ends the run with "length" (as on openai).
     const cut = final && finishReason === "length";
+    const recorded = message.toolCalls.map((call) => this.consumed(call.id));
     this.emit({ type: "assistant_message", message, finishReason, usage, final }, () => {
       if (cut) this.stop("length");
-      for (const call of message.toolCalls) this.consumed(call.id).resolve();
+      for (const entry of recorded) entry.resolve();
       for (const call of natives) this.natives.start(call);
     });
   }
@@ -305,6 +306,10 @@ export class ClaudeTurn {
   }
 
   private async onResult(message: Extract<SDKMessage, { type: "result" }>): Promise<void> {
+    // The turn's last tool call may be one the SDK answered itself (StructuredOutput ends the
+    // turn with no further model call): its result event follows its message's, which the
+    // run may not have taken yet. run_ended must come after them.
+    await Promise.all([...this.consumedCalls.values()].map((entry) => entry.promise));
     if (message.is_error) {
       const text = "result" in message && typeof message.result === "string" ? message.result : message.subtype === "success" ? "" : message.errors.join("; ");
       if (this.iterations === 0 && this.sdkSessionId && /no conversation found/i.test(text)) return this.restartFresh();

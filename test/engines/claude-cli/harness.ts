@@ -47,7 +47,7 @@ export interface EngineHarness {
   log: RuntimeHarness["log"];
   harness: RuntimeHarness;
   /** Sends a message to the session and waits for the run that consumed it. */
-  turn(message: string, options?: { onEvent?: (event: RunEvent) => void; budget?: Record<string, number>; outputSchema?: OutputSchema }): Promise<TurnOutcome>;
+  turn(message: string, options?: { onEvent?: (event: RunEvent) => void | Promise<void>; budget?: Record<string, number>; outputSchema?: OutputSchema }): Promise<TurnOutcome>;
   /** Sends a message while a run is going (it waits in the inbox). */
   inject(message: string): void;
   close(): Promise<void>;
@@ -57,14 +57,14 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
   const api = await startFakeAnthropic();
   let runtime: Runtime | undefined;
   const engine = createClaudeCliEngine({ config: () => runtime!.config, importSdk: options.importSdk });
-  let tap: ((event: RunEvent) => void) | null = null;
+  let tap: ((event: RunEvent) => void | Promise<void>) | null = null;
   const tapped: Engine = {
     name: engine.name,
     handles: engine.handles,
     toolsUpFront: engine.toolsUpFront,
     async *run(request, io) {
       for await (const event of engine.run(request, io)) {
-        tap?.(event);
+        await tap?.(event);
         yield event;
       }
     },
@@ -97,9 +97,9 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
       const rt = runtime!;
       await rt.store.updateSession(session.id, { budget_override: turnOptions.budget ?? null });
       const events: RunEvent[] = [];
-      tap = (event) => {
+      tap = async (event) => {
         events.push(event);
-        turnOptions.onEvent?.(event);
+        await turnOptions.onEvent?.(event);
       };
       let result: RunResult;
       try {

@@ -49,6 +49,41 @@ describe("claude-cli engine: output schema", () => {
     expect(done.structured).toEqual({ count: 2, files: ["a.txt", "b.txt"] });
   });
 
+  it("the StructuredOutput call's result is stored when the SDK's result message comes before the run took the call's message", async () => {
+    // The SDK's messages as the engine reads them: the run's consumer is held at the call's
+    // message until the SDK has handed over its result (a busy store does this by itself).
+    let resultRead!: () => void;
+    const sdkResult = new Promise<void>((resolve) => (resultRead = resolve));
+    const importSdk = async () => {
+      const sdk = (await import("@anthropic-ai/claude-agent-sdk")) as typeof import("@anthropic-ai/claude-agent-sdk");
+      const query: typeof sdk.query = (args) => {
+        const q = sdk.query(args);
+        const messages = { [Symbol.asyncIterator]: q[Symbol.asyncIterator].bind(q) };
+        q[Symbol.asyncIterator] = async function* () {
+          for await (const m of messages) {
+            if (m.type === "result") resultRead();
+            yield m;
+          }
+        };
+        return q;
+      };
+      return { ...sdk, query };
+    };
+    h = await createEngineHarness({ importSdk });
+    h.api.enqueue(message().tool("StructuredOutput", { count: 1, files: ["x"] }).stop());
+    const outcome = await h.turn("count them", {
+      outputSchema: output,
+      onEvent: async (event) => {
+        if (event.type === "assistant_message" && event.message.toolCalls.some((c) => c.name === "StructuredOutput")) await sdkResult;
+      },
+    });
+    expect(outcome.result).toMatchObject({ stopReason: "stop", structured: { count: 1, files: ["x"] } });
+    const stored = await rows();
+    expect(stored.map((r) => r.role)).toEqual(["user", "assistant", "tool"]);
+    expect(stored[2]!.content).toContain("Structured output provided successfully");
+    expect(outcome.events.map((e) => e.type).slice(-3)).toEqual(["tool_finished", "structured_output", "run_ended"]);
+  });
+
   it("a StructuredOutput call that does not match gets the SDK's error back; the next one is taken (one repair)", async () => {
     h = await createEngineHarness();
     h.api.enqueue(message().tool("StructuredOutput", { count: "two" }).stop(), message().tool("StructuredOutput", { count: 0, files: [] }).stop());
