@@ -231,6 +231,23 @@ export class SessionManager {
     }
   }
 
+  /**
+   * Lets go of an idle session's live state (its shells, tools, and its place under
+   * limits.maxLiveSessions) while the session stays open: its next message builds that state
+   * again from the store. Sessions that started on their own (a schedule's, a webhook's) are
+   * let go of when their run ends, so thousands of them cost rows, not processes. Waits for
+   * a run to end; does nothing when messages are waiting.
+   */
+  async release(id: string): Promise<void> {
+    await this.waitIdle(id);
+    const live = this.live.get(id);
+    if (!live || live.run || live.closing || live.pending.size > 0 || live.consumed.length > 0) return;
+    this.live.delete(id);
+    live.context.abandon(new VeilError("CANCELLED", `session "${id}" was let go of while idle`));
+    this.deps.hooks?.endSession(id);
+    await live.resources.dispose();
+  }
+
   /** Cluster: the action runs on the session's owner. A closed session has no live state anywhere: answered here. */
   private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
     if (!this.gate) return here();

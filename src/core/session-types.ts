@@ -22,6 +22,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
 }
 
 export interface CreateSessionInput {
+  /** The new session's id when the caller had to know it first (a webhook's receipt); default: a fresh one. */
+  id?: string;
   agent: string;
   mode?: string;
   model?: string | null;
