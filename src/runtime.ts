@@ -22,6 +22,8 @@ import { SessionSweeper } from "./core/session-cleanup.js";
 import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
 import { ScheduleService, SCHEDULES_SERVICE } from "./core/schedules/service.js";
+import { InboundWebhooks } from "./core/webhooks/inbound.js";
+import { OutboundWebhooks } from "./core/webhooks/outbound.js";
 import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
 import type { Engine, RunResult } from "./engines/types.js";
@@ -97,6 +99,8 @@ export interface Runtime {
   sweeper: SessionSweeper | null;
   /** Prompts that start on their own (POST /schedules); they fire only in a serving runtime. */
   schedules: ScheduleService;
+  /** settings.webhooks: signed requests that start sessions, and events POSTed elsewhere (serving runtime). */
+  webhooks: { inbound: InboundWebhooks; outbound: OutboundWebhooks };
   /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
   /** The server's address, set once it listens (web_fetch refuses it). */
@@ -185,6 +189,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const schedules = resources.get(SCHEDULES_SERVICE, () =>
     new ScheduleService({ store, clock, log, ids, sessions, agents, nodeId: cluster?.nodeId ?? ids.next("node"), singleNode: !cluster }),
   );
+  const webhookSettings = config.settings.webhooks;
+  const inbound = new InboundWebhooks({ store, clock, ids, log, sessions, hooks: webhookSettings.in, env: config.env });
+  const outbound = resources.get("outboundWebhooks", () => new OutboundWebhooks({ store, clock, log, bus, hooks: webhookSettings.out, env: config.env }));
 
   let started: Promise<void> | null = null;
   const runtime: Runtime = {
@@ -209,6 +216,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     hooks,
     sweeper,
     schedules,
+    webhooks: { inbound, outbound },
     services,
     selfAddress,
     agents,
@@ -223,9 +231,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
         // 2. Cut runs get placeholders for their open tool calls; their sessions go idle.
         await sessions.recoverRuns();
         // 3. Stored wake-ups and schedules are re-armed (an overdue one fires once, into a
-        //    valid history).
+        //    valid history); deliveries an earlier run left are sent.
         await wakeups.start();
         await schedules.start();
+        outbound.start();
         // 4. Messages still in an inbox start their runs.
         await sessions.resumeInboxes();
         // 5. One-shot sessions idle past limits.idleSessionTtl are closed, now and every minute.
