@@ -32,13 +32,13 @@ export interface ScheduleRunnerDeps {
   keepRuns?: number;
   /**
    * Several nodes: another node's mark whose session is not running counts as a cut run
-   * (its node died) once it is this old, ms. default: 30000
+   * (its node died) once it is this old, ms. default: 10000
    */
   staleAfterMs?: number;
 }
 
 const DEFAULT_KEEP_RUNS = 1000;
-const DEFAULT_STALE_AFTER_MS = 30_000;
+const DEFAULT_STALE_AFTER_MS = 10_000;
 
 /**
  * Fires the due times of schedules. A due time is taken in the store (a compare-and-set
@@ -47,7 +47,8 @@ const DEFAULT_STALE_AFTER_MS = 30_000;
  * schedule's agent (which is let go of when the run ends) or into the schedule's session.
  */
 export class ScheduleRunner {
-  private readonly inFlight = new Map<string, { due: number; done: Promise<void> }>();
+  /** Runs of this node by schedule and due time, known here before their mark is stored. */
+  private readonly inFlight = new Map<string, Map<number, Promise<void>>>();
 
   constructor(private readonly deps: ScheduleRunnerDeps) {}
 
@@ -69,14 +70,9 @@ export class ScheduleRunner {
     if (row.active_at !== null && !(await this.stillGoing(row))) await this.endInterrupted(row);
   }
 
-  /** Runs in flight on this node. */
-  running(): number {
-    return this.inFlight.size;
-  }
-
   /** Settles when no run started here is in flight. */
   async idle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].map((run) => run.done));
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].flatMap((runs) => [...runs.values()]));
   }
 
   private async startOrSkip(row: ScheduleRow, due: number): Promise<void> {
@@ -85,17 +81,39 @@ export class ScheduleRunner {
       if (await this.stillGoing(row)) return this.record({ ...this.outcome(row.id, due, null), status: "skipped", error: `the run due at ${iso(row.active_at)} was still going` });
       await this.endInterrupted(row);
     }
-    // False only when another run was marked since the claim read the row.
-    if (!(await store.beginScheduleRun(row.id, due, nodeId, clock.now()))) return this.record({ ...this.outcome(row.id, due, null), status: "skipped", error: "another run was still going" });
-    const done = this.execute(row, due).finally(() => {
-      if (this.inFlight.get(row.id)?.done === done) this.inFlight.delete(row.id);
-    });
-    this.inFlight.set(row.id, { due, done });
+    // Known here before the mark is stored, so a read of the mark on this node (a resync) finds the run.
+    let settle!: () => void;
+    this.runsOf(row.id).set(due, new Promise<void>((resolve) => (settle = resolve)));
+    const ended = () => {
+      this.forget(row.id, due);
+      settle();
+    };
+    let marked = false;
+    try {
+      // False only when another run was marked since the claim read the row.
+      marked = await store.beginScheduleRun(row.id, due, nodeId, clock.now());
+    } finally {
+      if (!marked) ended();
+    }
+    if (!marked) return this.record({ ...this.outcome(row.id, due, null), status: "skipped", error: "another run was still going" });
+    void this.execute(row, due).finally(ended);
+  }
+
+  private runsOf(scheduleId: string): Map<number, Promise<void>> {
+    let runs = this.inFlight.get(scheduleId);
+    if (!runs) this.inFlight.set(scheduleId, (runs = new Map()));
+    return runs;
+  }
+
+  private forget(scheduleId: string, due: number): void {
+    const runs = this.inFlight.get(scheduleId);
+    runs?.delete(due);
+    if (runs?.size === 0) this.inFlight.delete(scheduleId);
   }
 
   /** Whether the run marked in `row` still goes on (this node knows its own; another node's is judged by its session). */
   private async stillGoing(row: ScheduleRow): Promise<boolean> {
-    if (row.active_node === this.deps.nodeId) return this.inFlight.get(row.id)?.due === row.active_at;
+    if (row.active_node === this.deps.nodeId) return this.inFlight.get(row.id)?.has(row.active_at!) === true;
     if (this.deps.singleNode) return false;
     if (this.deps.clock.now() - (row.active_started_at ?? 0) < (this.deps.staleAfterMs ?? DEFAULT_STALE_AFTER_MS)) return true;
     if (!row.active_session_id) return false;
