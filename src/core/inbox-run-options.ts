@@ -11,19 +11,27 @@ const RUN_OPTIONS_KEY = "run_options";
 export interface RunOptions {
   model?: string;
   reasoning?: ReasoningConfig;
+  warmUp?: boolean;
 }
 
 /** The meta to store in the inbox: `meta` plus the options when the call has any. */
 export function withRunOptions(meta: Record<string, unknown> | null, options: RunOptions): Record<string, unknown> | null {
-  if (options.model === undefined && options.reasoning === undefined) return meta;
-  return { ...meta, [RUN_OPTIONS_KEY]: { ...(options.model !== undefined ? { model: options.model } : {}), ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}) } };
+  if (options.model === undefined && options.reasoning === undefined && options.warmUp !== false) return meta;
+  return {
+    ...meta,
+    [RUN_OPTIONS_KEY]: {
+      ...(options.model !== undefined ? { model: options.model } : {}),
+      ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}),
+      ...(options.warmUp === false ? { warmUp: false } : {}),
+    },
+  };
 }
 
 /** The options of the message that starts a run (none stored: the session's and agent's apply). */
 export function runOptionsOf(item: InboxItem): RunOptions {
   const stored = item.meta?.[RUN_OPTIONS_KEY] as RunOptions | undefined;
   if (!stored || typeof stored !== "object") return {};
-  return { ...(stored.model ? { model: stored.model } : {}), ...(stored.reasoning ? { reasoning: stored.reasoning } : {}) };
+  return { ...(stored.model ? { model: stored.model } : {}), ...(stored.reasoning ? { reasoning: stored.reasoning } : {}), ...(stored.warmUp === false ? { warmUp: false } : {}) };
 }
 
 /** The meta the delivered user message keeps. */

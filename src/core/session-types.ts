@@ -47,6 +47,12 @@ export interface SendOptions {
   model?: string;
   reasoning?: ReasoningConfig;
   meta?: Record<string, unknown>;
+  /**
+   * false: the run's tools are not started ahead of their first call (bash's shell). For runs
+   * nobody waits on (a schedule's, a webhook's), where a thousand at once would each start a
+   * shell most never use. Applies when this message starts a run. default: true
+   */
+  warmUp?: boolean;
 }
 
 export interface SendReceipt {

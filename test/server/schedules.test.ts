@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
 import type { VeilEvent } from "../../src/base/events.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { SHELLS_KEY } from "../../src/tools/shared/shell/shell-manager.js";
 import { reply } from "../helpers/fake-llm.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
 
@@ -142,6 +143,27 @@ describe("POST /schedules (real time)", () => {
     expect(runs[0]).toMatchObject({ status: "error", sessionId: session.id, error: expect.stringMatching(/^SESSION_CLOSED: /) });
     expect((await send(server, `/schedules/${schedule.id}`, "GET")).body).toMatchObject({ enabled: false, nextRunAt: null });
     expect(h.llm.completionRequests).toHaveLength(0);
+  });
+});
+
+describe("scheduled runs' cost", () => {
+  it("starts no shell ahead of a scheduled run's first bash call, where a chat's run starts one", async () => {
+    const { h } = await setup();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.llm.respond(() => reply().waitFor(held).text("done").stop());
+    const chatted = await h.runtime.sessions.create({ agent: "default" });
+    const chat = await h.runtime.sessions.send(chatted.id, "a chat");
+    const schedule = await h.runtime.schedules.create({ agent: "default", prompt: "scheduled", everySeconds: 1 });
+    await h.llm.waitForRequests(2);
+    const scheduled = (await h.runtime.schedules.get(schedule.id)).running!.sessionId!;
+    // Both model requests are out and held: the chat's warm-up has started its shell.
+    while (!h.runtime.sessions.sessionResources(chatted.id).peek(SHELLS_KEY)) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(h.runtime.sessions.sessionResources(scheduled).peek(SHELLS_KEY)).toBeUndefined();
+    await h.runtime.schedules.setEnabled(schedule.id, false);
+    release();
+    await chat.result;
+    await h.runtime.schedules.idle();
   });
 });
 

@@ -128,7 +128,7 @@ export class ScheduleRunner {
     try {
       sessionId ??= (await sessions.create({ agent: row.agent })).id;
       await store.setScheduleRunSession(row.id, due, sessionId);
-      const receipt = await sessions.send(sessionId, row.prompt, { meta: { source: "schedule", scheduleId: row.id, dueAt: iso(due) } });
+      const receipt = await sessions.send(sessionId, row.prompt, { meta: { source: "schedule", scheduleId: row.id, dueAt: iso(due) }, warmUp: false });
       const ended = await receipt.result;
       if (ended.stopReason === "error" || ended.stopReason === "cancelled") {
         const error = ended.error ?? (ended.stopReason === "cancelled" ? { code: "CANCELLED", message: "the run was cancelled before it ended (a client, or the server stopping)" } : { code: "INTERNAL_ERROR", message: "the run failed" });

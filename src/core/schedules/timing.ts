@@ -8,17 +8,20 @@ export const MAX_EVERY_SECONDS = 10 * 366 * 24 * 3600;
 export type ScheduleTiming = { cron: string; everySeconds?: undefined } | { everySeconds: number; cron?: undefined };
 
 /**
- * A five-field cron expression (minute hour day-of-month month day-of-week, UTC) checked and
- * compiled by croner. Day-of-month and day-of-week combine with OR, as in Vixie cron; an
- * expression that names no real date (`0 0 31 2 *`) is refused, since it would never fire.
+ * A five-field cron expression (minute hour day-of-month month day-of-week, UTC) compiled by
+ * croner. Day-of-month and day-of-week combine with OR, as in Vixie cron.
  */
 export function compileCron(expression: string): Cron {
-  let cron: Cron;
   try {
-    cron = new Cron(expression.trim(), { timezone: "UTC", mode: "5-part", domAndDow: false });
+    return new Cron(expression.trim(), { timezone: "UTC", mode: "5-part", domAndDow: false });
   } catch (error) {
     throw new VeilError("VALIDATION_ERROR", `invalid cron expression "${expression}": ${(error as Error).message.replace(/^CronPattern: /, "")} (five fields, UTC: minute hour day-of-month month day-of-week)`);
   }
+}
+
+/** compileCron, refusing an expression that names no real date (`0 0 31 2 *`): it would never fire. */
+export function checkCron(expression: string): Cron {
+  const cron = compileCron(expression);
   if (cron.nextRun(new Date(0)) === null) throw new VeilError("VALIDATION_ERROR", `cron expression "${expression}" never matches a date`);
   return cron;
 }
@@ -29,7 +32,7 @@ export function checkTiming(input: { cron?: string; everySeconds?: number }): Sc
   const hasEvery = input.everySeconds !== undefined;
   if (hasCron === hasEvery) throw new VeilError("VALIDATION_ERROR", 'give exactly one of "cron" (five fields, UTC) and "everySeconds"');
   if (hasCron) {
-    compileCron(input.cron!);
+    checkCron(input.cron!);
     return { cron: input.cron!.trim() };
   }
   const every = input.everySeconds!;

@@ -79,7 +79,7 @@ export class InboundWebhooks {
     const prompt = hook.prompt.split("{{body}}").join(Buffer.from(body).toString("utf8"));
     let receipt;
     try {
-      receipt = await sessions.send(sessionId, prompt, { meta: { source: "webhook", webhook: name, ...(deliveryId ? { deliveryId } : {}) } });
+      receipt = await sessions.send(sessionId, prompt, { meta: { source: "webhook", webhook: name, ...(deliveryId ? { deliveryId } : {}) }, warmUp: false });
     } catch (error) {
       await sessions.close(sessionId).catch(() => undefined);
       throw error;
