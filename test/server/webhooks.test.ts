@@ -137,6 +137,40 @@ describe("POST /webhooks/:name (inbound)", () => {
   });
 });
 
+describe("webhook rows over time (manual clock)", () => {
+  it("forgets delivery ids and settled deliveries after a week", async () => {
+    receiver = await startWebhookReceiver({ secret: HOOK_SECRET });
+    const clock = new ManualClock(Date.UTC(2026, 4, 1));
+    h = await createRuntimeHarness({
+      clock,
+      settings: { webhooks: { in: { ci: { agent: "default", secretEnv: "HOOK_SECRET", prompt: "{{body}}" } }, out: [{ url: receiver.url, events: ["chat.done"], secretEnv: "HOOK_SECRET" }] } },
+      env: { HOOK_SECRET },
+    });
+    h.llm.respond(() => reply().text("ok").stop());
+    const delivery = { body: new TextEncoder().encode("{}"), signature: sign("{}"), deliveryId: "build-1" };
+    const first = await h.runtime.webhooks.inbound.receive("ci", delivery);
+    await h.runtime.sessions.waitIdle(first.sessionId);
+    await receiver.waitFor(1);
+    await h.runtime.webhooks.outbound.idle();
+    expect(await h.runtime.webhooks.inbound.receive("ci", delivery)).toEqual({ sessionId: first.sessionId, duplicate: true });
+    expect(await h.runtime.webhooks.outbound.list({ status: "delivered" })).toHaveLength(1);
+
+    // The wall clock moves on by days; the hourly prune runs within the next hour.
+    clock.jumpWall(6 * 24 * 3600_000);
+    await clock.advance(3600_000);
+    await h.runtime.webhooks.outbound.idle();
+    expect((await h.runtime.webhooks.inbound.receive("ci", delivery)).duplicate).toBe(true);
+    clock.jumpWall(2 * 24 * 3600_000);
+    await clock.advance(3600_000);
+    await h.runtime.webhooks.outbound.idle();
+    expect(await h.runtime.webhooks.outbound.list({ status: "delivered" })).toEqual([]);
+    const again = await h.runtime.webhooks.inbound.receive("ci", delivery);
+    expect(again.duplicate).toBe(false);
+    expect(again.sessionId).not.toBe(first.sessionId);
+    await h.runtime.sessions.waitIdle(again.sessionId);
+  });
+});
+
 describe("settings.webhooks.out (outbound)", () => {
   const outSettings = (url: string, events: string[] = ["chat.done", "method.pending", "session.budget"]) => ({
     webhooks: { out: [{ url, events, secretEnv: "HOOK_SECRET" }] },

@@ -33,7 +33,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_POLL_MS = 5000;
 /** Deliveries taken per look at the store. */
 const BATCH = 50;
-/** Settled deliveries and receipts are kept this long. */
+/** Settled deliveries and inbound receipts are kept this long. */
 const KEEP_MS = 7 * 24 * 3600 * 1000;
 const PRUNE_EVERY_MS = 3600 * 1000;
 /** Stop reasons that mean a budget ended the run. */
@@ -73,7 +73,7 @@ export class OutboundWebhooks implements Disposable {
   private arming: Promise<void> | null = null;
   private again = false;
   private disposed = false;
-  private lastPrune = 0;
+  private pruneTimer: (() => void) | null = null;
   /** Queuing and tries in flight. */
   private readonly work = new Set<Promise<void>>();
 
@@ -81,8 +81,10 @@ export class OutboundWebhooks implements Disposable {
 
   /** Serving runtime: listens for events and sends what is due (deliveries left by the last run first). */
   start(): void {
+    if (this.disposed || this.pruneTimer) return;
+    this.prune();
     // No hook: nothing is sent, and deliveries queued under earlier settings wait.
-    if (this.unsubscribe || this.disposed || this.deps.hooks.length === 0) return;
+    if (this.deps.hooks.length === 0) return;
     this.unsubscribe = this.deps.bus.subscribe({ types: ["chat.done", "method.pending"] }, (event) => this.track(this.enqueue(event)));
     this.kick();
   }
@@ -101,6 +103,7 @@ export class OutboundWebhooks implements Disposable {
     this.disposed = true;
     this.unsubscribe?.();
     this.timer?.();
+    this.pruneTimer?.();
     await this.idle();
   }
 
@@ -165,10 +168,13 @@ export class OutboundWebhooks implements Disposable {
       for (const row of claimed) if (row) this.track(this.attempt(row));
       if (due.length < BATCH || this.disposed) break;
     }
-    if (clock.now() - this.lastPrune >= PRUNE_EVERY_MS) {
-      this.lastPrune = clock.now();
-      await store.pruneWebhooks(new Date(clock.now() - KEEP_MS).toISOString());
-    }
+  }
+
+  /** Inbound receipts and settled deliveries older than a week go, now and every hour. */
+  private prune(): void {
+    const { store, clock, log } = this.deps;
+    this.track(store.pruneWebhooks(new Date(clock.now() - KEEP_MS).toISOString()).catch((error) => log.warn("could not prune old webhook rows", { error: String(error) })));
+    if (!this.disposed) this.pruneTimer = clock.setTimer(PRUNE_EVERY_MS, () => this.prune());
   }
 
   private track(work: Promise<void>): void {
