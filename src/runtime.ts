@@ -187,7 +187,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   });
   const sweeper = mode === "serve" ? new SessionSweeper({ store, sessions, clock, log, settings: config.settings }) : null;
   const schedules = resources.get(SCHEDULES_SERVICE, () =>
-    new ScheduleService({ store, clock, log, ids, sessions, agents, nodeId: cluster?.nodeId ?? ids.next("node"), singleNode: !cluster }),
+    new ScheduleService({ store, clock, log, ids, sessions, agents, nodeId: cluster?.nodeId ?? ids.next("node"), singleNode: !cluster, maxConcurrentRuns: config.settings.schedules.maxConcurrentRuns }),
   );
   const webhookSettings = config.settings.webhooks;
   const inbound = new InboundWebhooks({ store, clock, ids, log, sessions, hooks: webhookSettings.in, env: config.env });
@@ -244,6 +244,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     },
     async close() {
       await sweeper?.stop();
+      // A due time that fired now would be taken, then cut: it is left to the next start.
+      schedules.stop();
       await sessions.shutdown();
       await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.

@@ -221,6 +221,9 @@ export interface ScheduleRun {
   /** skipped: the previous run was still going at this due time. */
   status: "ok" | "error" | "skipped";
   error?: string;
+  /** When the run was taken (null: skipped). */
+  startedAt: string | null;
+  finishedAt: string;
 }
 
 /** An outbound webhook delivery (`GET /webhooks/deliveries`). */

@@ -221,6 +221,12 @@ export const SettingsFileSchema = Type.Object(
     ),
     sandbox: Type.Optional(SandboxSchema),
     approval: Type.Optional(ApprovalSchema),
+    schedules: Type.Optional(
+      Type.Object(
+        { maxConcurrentRuns: Type.Optional(Type.Integer({ minimum: 1, description: "Scheduled runs one node runs at once (default 64)." })) },
+        { additionalProperties: false },
+      ),
+    ),
     webhooks: Type.Optional(WebhooksSchema),
   },
   { additionalProperties: true },

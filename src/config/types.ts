@@ -177,6 +177,10 @@ export interface Settings {
   sandbox: SandboxSettings;
   /** Tool calls that wait for a human's approval before they run (agent.json may add to it). */
   approval: ApprovalSettings;
+  schedules: {
+    /** Scheduled runs one node runs at once; due times past it are taken and wait for a place. default: 64 */
+    maxConcurrentRuns: number;
+  };
   /** Signed webhooks: in, prompts that start a session; out, events POSTed elsewhere. default: none */
   webhooks: WebhookSettings;
   /** Anything else found in settings.json, kept for custom tools. */

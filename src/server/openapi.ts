@@ -132,6 +132,8 @@ const ScheduleRunSchema = Type.Object(
     sessionId: Nullable(Type.String()),
     status: Type.Union([Type.Literal("ok"), Type.Literal("error"), Type.Literal("skipped")]),
     error: Type.Optional(Type.String()),
+    startedAt: Nullable(Type.String({ format: "date-time", description: "when the run was taken (null: skipped)" })),
+    finishedAt: Type.String({ format: "date-time" }),
   },
   { additionalProperties: false },
 );

@@ -26,11 +26,11 @@ export interface ScheduleRow {
   active_session_id: string | null;
   /** The node that runs it. */
   active_node: string | null;
-  /** Epoch ms (that node's clock) when it began. */
-  active_started_at: number | null;
+  /** Epoch ms (that node's clock) when its node last said it goes on (it says so every few seconds). */
+  active_seen_at: number | null;
 }
 
-export type NewSchedule = Omit<ScheduleRow, "active_at" | "active_session_id" | "active_node" | "active_started_at">;
+export type NewSchedule = Omit<ScheduleRow, "active_at" | "active_session_id" | "active_node" | "active_seen_at">;
 
 export type ScheduleRunStatus = "ok" | "error" | "skipped";
 
@@ -42,6 +42,8 @@ export interface ScheduleRunRow {
   session_id: string | null;
   status: ScheduleRunStatus;
   error: string | null;
+  /** When the run was taken and marked, ISO; null for a time that did not run (skipped). */
+  started_at: string | null;
   /** When the run ended or was skipped, ISO. */
   finished_at: string;
 }
@@ -92,12 +94,17 @@ export interface AutomationStore {
   deleteSchedule(id: string): Promise<boolean>;
   /**
    * Takes the due time `dueAt`: moves next_run_at from `dueAt` to `nextRunAt` if the schedule
-   * is enabled and still due then. True for exactly one caller service-wide; the row as it
-   * was before (its in-flight run included), or undefined when another caller took it.
+   * is enabled and still due then, and, when no run is in flight, marks this due time's run
+   * (for `nodeId`, begun at `startedAt`), in one atomic step. Defined for exactly one caller
+   * service-wide: `before` is the row as it was (its earlier run's mark, if any), `began`
+   * whether this call marked the run. Undefined when another caller took it first (or the
+   * schedule is disabled or gone).
    */
-  claimScheduleDue(id: string, dueAt: number, nextRunAt: number): Promise<ScheduleRow | undefined>;
-  /** Marks the run of `dueAt` in flight, only when no run is; false otherwise. */
+  claimScheduleDue(id: string, dueAt: number, nextRunAt: number, nodeId: string, startedAt: number): Promise<{ before: ScheduleRow; began: boolean } | undefined>;
+  /** Marks the run of `dueAt` in flight, only when no run is; false otherwise (after an earlier run's mark was ended). */
   beginScheduleRun(id: string, dueAt: number, nodeId: string, startedAt: number): Promise<boolean>;
+  /** The node's runs still go on: their marks are seen at `at`. */
+  touchScheduleRuns(nodeId: string, at: number): Promise<void>;
   /** Names the session of the run in flight (when it still is the run of `dueAt`). */
   setScheduleRunSession(id: string, dueAt: number, sessionId: string): Promise<void>;
   /**

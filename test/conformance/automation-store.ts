@@ -25,6 +25,7 @@ export function automationConformance(current: () => Store): void {
     session_id: `sess-${at}`,
     status: "ok",
     error: null,
+    started_at: "2026-01-01T00:00:00.500Z",
     finished_at: "2026-01-01T00:01:00.000Z",
     ...extra,
   });
@@ -44,7 +45,7 @@ export function automationConformance(current: () => Store): void {
     it("creates, reads, lists, enables and deletes schedules", async () => {
       const store = current();
       const created = await store.createSchedule(schedule("sch1", { cron: "*/5 * * * *", every_seconds: null }));
-      expect(created).toEqual({ ...schedule("sch1", { cron: "*/5 * * * *", every_seconds: null }), active_at: null, active_session_id: null, active_node: null, active_started_at: null });
+      expect(created).toEqual({ ...schedule("sch1", { cron: "*/5 * * * *", every_seconds: null }), active_at: null, active_session_id: null, active_node: null, active_seen_at: null });
       await store.createSchedule(schedule("sch2", { every_seconds: 1.5, session: "sess-x" }));
       expect(await store.getSchedule("sch1")).toEqual(created);
       expect((await store.listSchedules()).map((s) => [s.id, s.every_seconds, s.session])).toEqual([
@@ -63,38 +64,53 @@ export function automationConformance(current: () => Store): void {
     it("hands each due time to exactly one claimer, and none while disabled", async () => {
       const store = current();
       await store.createSchedule(schedule("sch1", { next_run_at: 1_000 }));
-      const claims = await Promise.all(Array.from({ length: 8 }, () => store.claimScheduleDue("sch1", 1_000, 61_000)));
+      const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => store.claimScheduleDue("sch1", 1_000, 61_000, `node-${i}`, 1_001)));
       expect(claims.filter(Boolean)).toHaveLength(1);
-      expect((await store.getSchedule("sch1"))?.next_run_at).toBe(61_000);
-      expect(await store.claimScheduleDue("sch1", 1_000, 121_000)).toBeUndefined();
+      const won = claims.find(Boolean)!;
+      expect(won.began).toBe(true);
+      expect(won.before).toMatchObject({ next_run_at: 1_000, active_at: null });
+      expect(await store.getSchedule("sch1")).toMatchObject({ next_run_at: 61_000, active_at: 1_000, active_node: `node-${claims.indexOf(won)}`, active_seen_at: 1_001, active_session_id: null });
+      expect(await store.claimScheduleDue("sch1", 1_000, 121_000, "node-x", 1)).toBeUndefined();
       await store.setScheduleEnabled("sch1", false, 61_000, "2026-01-01T00:00:00.000Z");
-      expect(await store.claimScheduleDue("sch1", 61_000, 121_000)).toBeUndefined();
-      expect(await store.claimScheduleDue("missing", 1, 2)).toBeUndefined();
+      expect(await store.claimScheduleDue("sch1", 61_000, 121_000, "node-x", 1)).toBeUndefined();
+      expect(await store.claimScheduleDue("missing", 1, 2, "node-x", 1)).toBeUndefined();
     });
 
-    it("keeps one run in flight, records its end once, and returns the earlier mark with a claim", async () => {
+    it("keeps one run in flight: a claim while a run goes on marks nothing and returns that run's mark; its end is recorded once", async () => {
       const store = current();
       await store.createSchedule(schedule("sch1", { next_run_at: 1_000 }));
-      expect(await store.beginScheduleRun("sch1", 1_000, "node-a", 1_005)).toBe(true);
+      expect((await store.claimScheduleDue("sch1", 1_000, 2_000, "node-a", 1_005))?.began).toBe(true);
       expect(await store.beginScheduleRun("sch1", 2_000, "node-b", 2_005)).toBe(false);
       await store.setScheduleRunSession("sch1", 1_000, "sess-1");
       await store.setScheduleRunSession("sch1", 9_999, "sess-wrong");
-      await store.claimScheduleDue("sch1", 1_000, 2_000);
-      const claimed = await store.claimScheduleDue("sch1", 2_000, 3_000);
-      expect(claimed).toMatchObject({ next_run_at: 3_000, active_at: 1_000, active_session_id: "sess-1", active_node: "node-a", active_started_at: 1_005 });
+      const second = await store.claimScheduleDue("sch1", 2_000, 3_000, "node-b", 2_005);
+      expect(second?.began).toBe(false);
+      expect(second?.before).toMatchObject({ next_run_at: 2_000, active_at: 1_000, active_session_id: "sess-1", active_node: "node-a", active_seen_at: 1_005 });
+      expect(await store.getSchedule("sch1")).toMatchObject({ next_run_at: 3_000, active_at: 1_000, active_node: "node-a" });
 
       expect(await store.endScheduleRun(run("sch1", 2_000), 10)).toBe(false);
       expect(await store.endScheduleRun(run("sch1", 1_000, { session_id: "sess-1" }), 10)).toBe(true);
       expect(await store.endScheduleRun(run("sch1", 1_000, { session_id: "sess-1" }), 10)).toBe(false);
-      expect(await store.getSchedule("sch1")).toMatchObject({ active_at: null, active_session_id: null, active_node: null, active_started_at: null });
+      expect(await store.getSchedule("sch1")).toMatchObject({ active_at: null, active_session_id: null, active_node: null, active_seen_at: null });
       expect(await store.listScheduleRuns("sch1", 10)).toEqual([run("sch1", 1_000, { session_id: "sess-1" })]);
       expect(await store.beginScheduleRun("sch1", 3_000, "node-b", 3_001)).toBe(true);
+    });
+
+    it("renews the marks of one node's runs in flight, and only those", async () => {
+      const store = current();
+      for (const id of ["a1", "a2", "b1", "idle"]) await store.createSchedule(schedule(id, { next_run_at: 1_000 }));
+      await store.claimScheduleDue("a1", 1_000, 2_000, "node-a", 1_000);
+      await store.claimScheduleDue("a2", 1_000, 2_000, "node-a", 1_000);
+      await store.claimScheduleDue("b1", 1_000, 2_000, "node-b", 1_000);
+      await store.touchScheduleRuns("node-a", 7_000);
+      const seen = Object.fromEntries((await store.listSchedules()).map((s) => [s.id, s.active_seen_at]));
+      expect(seen).toEqual({ a1: 7_000, a2: 7_000, b1: 1_000, idle: null });
     });
 
     it("lists runs newest first, keeps only the newest `keep`, and drops them with the schedule", async () => {
       const store = current();
       await store.createSchedule(schedule("sch1"));
-      await store.addScheduleRun(run("sch1", 1_000, { status: "skipped", session_id: null }));
+      await store.addScheduleRun(run("sch1", 1_000, { status: "skipped", session_id: null, started_at: null }));
       for (const at of [2_000, 3_000, 4_000]) {
         await store.beginScheduleRun("sch1", at, "n", at);
         await store.endScheduleRun(run("sch1", at, at === 3_000 ? { status: "error", error: "LLM_ERROR: boom" } : {}), 3);

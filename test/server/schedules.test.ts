@@ -167,6 +167,39 @@ describe("scheduled runs' cost", () => {
   });
 });
 
+describe("schedules.maxConcurrentRuns", () => {
+  it("takes due times at once but runs at most that many at a time; the rest wait for a place, not skipped", async () => {
+    const { h } = await setup({ settings: { schedules: { maxConcurrentRuns: 1 } } });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.llm.respond((request) => (h!.llm.completionRequests.indexOf(request) === 0 ? reply().waitFor(held).text("first").stop() : reply().text("later").stop()));
+    const a = await h.runtime.schedules.create({ agent: "default", prompt: "a", everySeconds: 1 });
+    const b = await h.runtime.schedules.create({ agent: "default", prompt: "b", everySeconds: 1 });
+    await h.llm.waitForRequests(1);
+    // Both due times are taken; one runs, the other waits for the place (no session yet).
+    for (;;) {
+      const [ra, rb] = [(await h.runtime.schedules.get(a.id)).running, (await h.runtime.schedules.get(b.id)).running];
+      if (ra && rb) {
+        expect([ra.sessionId, rb.sessionId].filter(Boolean)).toHaveLength(1);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(h.llm.completionRequests).toHaveLength(1);
+    await h.runtime.schedules.setEnabled(a.id, false);
+    await h.runtime.schedules.setEnabled(b.id, false);
+    release();
+    await h.runtime.schedules.idle();
+    const runs = [...(await h.runtime.schedules.runs(a.id)), ...(await h.runtime.schedules.runs(b.id))];
+    expect(runs.filter((r) => r.status === "ok")).toHaveLength(2);
+    const [first, second] = runs.filter((r) => r.status === "ok").sort((x, y) => Date.parse(x.finishedAt) - Date.parse(y.finishedAt));
+    // The second was taken at its due time, then waited: it began only after the first ended.
+    const began = (await h.runtime.store.listMessages(second!.sessionId!))[0]!.created_at;
+    expect(Date.parse(began)).toBeGreaterThanOrEqual(Date.parse(first!.finishedAt) - 5);
+    expect(Date.parse(second!.startedAt!)).toBeLessThan(Date.parse(began));
+  });
+});
+
 describe("POST /schedules validation", () => {
   it("refuses bad timing, unknown agents and sessions with a clear 4xx and stores nothing", async () => {
     const { h, server } = await setup();
@@ -283,7 +316,7 @@ describe("schedules over a restart (real time)", () => {
     extra.push(restarted);
     expect((await restarted.schedules.get(schedule.id)).running).toBeNull();
     expect(await restarted.schedules.runs(schedule.id)).toEqual([
-      { at: "2026-01-01T00:00:00.000Z", sessionId: "sess_cut", status: "error", error: expect.stringMatching(/^INTERRUPTED: /) },
+      { at: "2026-01-01T00:00:00.000Z", sessionId: "sess_cut", status: "error", error: expect.stringMatching(/^INTERRUPTED: /), startedAt: expect.any(String), finishedAt: expect.any(String) },
     ]);
   });
 });

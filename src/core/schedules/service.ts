@@ -39,10 +39,14 @@ export interface ScheduleInfo {
 
 /** One due time's outcome (GET /schedules/:id/runs). */
 export interface ScheduleRunInfo {
+  /** The due time. */
   at: string;
   sessionId: string | null;
   status: ScheduleRunRow["status"];
   error?: string;
+  /** When the run was taken (null: skipped). */
+  startedAt: string | null;
+  finishedAt: string;
 }
 
 export interface ScheduleServiceDeps extends Omit<ScheduleRunnerDeps, "disable"> {
@@ -154,10 +158,16 @@ export class ScheduleService implements Disposable {
     return this.runner.idle();
   }
 
-  async dispose(): Promise<void> {
+  /** No due time fires from now on (the runtime is closing); runs in flight go on, those waiting for a place end. */
+  stop(): void {
     this.disposed = true;
+    this.runner.stop();
     this.resyncCancel?.();
     for (const id of [...this.armed.keys()]) this.disarm(id);
+  }
+
+  async dispose(): Promise<void> {
+    this.stop();
     // Runs end with the sessions (shutdown cancels them); their ends are recorded before the store closes.
     await this.runner.idle();
   }
@@ -263,5 +273,5 @@ export function toInfo(row: ScheduleRow): ScheduleInfo {
 }
 
 function toRunInfo(run: ScheduleRunRow): ScheduleRunInfo {
-  return { at: new Date(run.at).toISOString(), sessionId: run.session_id, status: run.status, ...(run.error ? { error: run.error } : {}) };
+  return { at: new Date(run.at).toISOString(), sessionId: run.session_id, status: run.status, ...(run.error ? { error: run.error } : {}), startedAt: run.started_at, finishedAt: run.finished_at };
 }

@@ -218,7 +218,7 @@ CREATE TABLE schedules (
   active_at BIGINT,
   active_session_id TEXT,
   active_node TEXT,
-  active_started_at BIGINT
+  active_seen_at BIGINT
 );
 CREATE TABLE schedule_runs (
   id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -227,6 +227,7 @@ CREATE TABLE schedule_runs (
   session_id TEXT,
   status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
   error TEXT,
+  started_at TEXT,
   finished_at TEXT NOT NULL
 );
 CREATE INDEX schedule_runs_schedule ON schedule_runs (schedule_id, at);

@@ -42,14 +42,18 @@ export abstract class PgAutomationTables extends PgSideTables implements Automat
     return result.rowCount !== 0;
   }
 
-  async claimScheduleDue(id: string, dueAt: number, nextRunAt: number): Promise<ScheduleRow | undefined> {
-    const { rows } = await this.direct("claim schedule", undefined, (on) => on.run<ScheduleRow>("claimScheduleDue", [id, dueAt, nextRunAt]));
-    return rows[0];
+  async claimScheduleDue(id: string, dueAt: number, nextRunAt: number, nodeId: string, startedAt: number): Promise<{ before: ScheduleRow; began: boolean } | undefined> {
+    const { rows } = await this.direct("claim schedule", undefined, (on) => on.run<ScheduleRow>("claimScheduleDue", [id, dueAt, nextRunAt, nodeId, startedAt]));
+    return rows[0] && { before: rows[0], began: rows[0].active_at === null };
   }
 
   async beginScheduleRun(id: string, dueAt: number, nodeId: string, startedAt: number): Promise<boolean> {
     const result = await this.direct("begin schedule run", undefined, (on) => on.run("beginScheduleRun", [id, dueAt, nodeId, startedAt]));
     return result.rowCount === 1;
+  }
+
+  async touchScheduleRuns(nodeId: string, at: number): Promise<void> {
+    await this.direct("touch schedule runs", undefined, (on) => on.run("touchScheduleRuns", [nodeId, at]));
   }
 
   async setScheduleRunSession(id: string, dueAt: number, sessionId: string): Promise<void> {
@@ -59,7 +63,7 @@ export abstract class PgAutomationTables extends PgSideTables implements Automat
   async endScheduleRun(run: ScheduleRunRow, keep: number): Promise<boolean> {
     return this.direct("end schedule run", run.session_id ?? undefined, (on) =>
       on.transaction(async (tx) => {
-        const ended = await tx.run("endScheduleRun", [run.schedule_id, run.at, run.session_id, run.status, run.error, run.finished_at]);
+        const ended = await tx.run("endScheduleRun", [run.schedule_id, run.at, run.session_id, run.status, run.error, run.started_at, run.finished_at]);
         if (ended.rowCount === 0) return false;
         await tx.run("pruneScheduleRuns", [run.schedule_id, keep]);
         return true;
@@ -68,7 +72,7 @@ export abstract class PgAutomationTables extends PgSideTables implements Automat
   }
 
   async addScheduleRun(run: ScheduleRunRow): Promise<void> {
-    await this.direct("add schedule run", undefined, (on) => on.run("addScheduleRun", [run.schedule_id, run.at, run.session_id, run.status, run.error, run.finished_at]));
+    await this.direct("add schedule run", undefined, (on) => on.run("addScheduleRun", [run.schedule_id, run.at, run.session_id, run.status, run.error, run.started_at, run.finished_at]));
   }
 
   async listScheduleRuns(scheduleId: string, limit: number): Promise<ScheduleRunRow[]> {

@@ -20,19 +20,26 @@ const SQL = {
   listSchedules: "SELECT * FROM schedules ORDER BY rowid",
   setScheduleEnabled: "UPDATE schedules SET enabled = ?, next_run_at = ?, updated_at = ? WHERE id = ? RETURNING *",
   deleteSchedule: "DELETE FROM schedules WHERE id = ?",
-  // RETURNING gives the row after the update; the in-flight columns are not touched, so they are as before.
-  claimScheduleDue: "UPDATE schedules SET next_run_at = ? WHERE id = ? AND enabled = 1 AND next_run_at = ? RETURNING *",
-  beginScheduleRun: `UPDATE schedules SET active_at = ?, active_session_id = NULL, active_node = ?, active_started_at = ?
+  dueSchedule: "SELECT * FROM schedules WHERE id = ? AND enabled = 1 AND next_run_at = ?",
+  // SET expressions read the row as it was: the run is marked only where none was.
+  claimScheduleDue: `UPDATE schedules SET next_run_at = @next,
+      active_session_id = CASE WHEN active_at IS NULL THEN NULL ELSE active_session_id END,
+      active_node = CASE WHEN active_at IS NULL THEN @node ELSE active_node END,
+      active_seen_at = CASE WHEN active_at IS NULL THEN @started ELSE active_seen_at END,
+      active_at = CASE WHEN active_at IS NULL THEN @due ELSE active_at END
+    WHERE id = @id AND enabled = 1 AND next_run_at = @due`,
+  beginScheduleRun: `UPDATE schedules SET active_at = ?, active_session_id = NULL, active_node = ?, active_seen_at = ?
     WHERE id = ? AND active_at IS NULL`,
   setScheduleRunSession: "UPDATE schedules SET active_session_id = ? WHERE id = ? AND active_at = ?",
-  clearScheduleRun: `UPDATE schedules SET active_at = NULL, active_session_id = NULL, active_node = NULL, active_started_at = NULL
+  touchScheduleRuns: "UPDATE schedules SET active_seen_at = ? WHERE active_node = ? AND active_at IS NOT NULL",
+  clearScheduleRun: `UPDATE schedules SET active_at = NULL, active_session_id = NULL, active_node = NULL, active_seen_at = NULL
     WHERE id = ? AND active_at = ?`,
   // A schedule deleted meanwhile keeps no runs.
-  insertScheduleRun: `INSERT INTO schedule_runs (schedule_id, at, session_id, status, error, finished_at)
-    SELECT @schedule_id, @at, @session_id, @status, @error, @finished_at WHERE EXISTS (SELECT 1 FROM schedules WHERE id = @schedule_id)`,
+  insertScheduleRun: `INSERT INTO schedule_runs (schedule_id, at, session_id, status, error, started_at, finished_at)
+    SELECT @schedule_id, @at, @session_id, @status, @error, @started_at, @finished_at WHERE EXISTS (SELECT 1 FROM schedules WHERE id = @schedule_id)`,
   pruneScheduleRuns: `DELETE FROM schedule_runs WHERE schedule_id = @schedule_id AND id NOT IN (
       SELECT id FROM schedule_runs WHERE schedule_id = @schedule_id ORDER BY at DESC, id DESC LIMIT @keep)`,
-  listScheduleRuns: `SELECT schedule_id, at, session_id, status, error, finished_at FROM schedule_runs
+  listScheduleRuns: `SELECT schedule_id, at, session_id, status, error, started_at, finished_at FROM schedule_runs
     WHERE schedule_id = ? ORDER BY at DESC, id DESC LIMIT ?`,
 
   insertReceipt: `INSERT INTO webhook_receipts (name, delivery_id, session_id, created_at) VALUES (?, ?, ?, ?)
@@ -64,6 +71,7 @@ const scheduleFromRaw = (raw: RawSchedule): ScheduleRow => ({ ...raw, enabled: r
 export abstract class SqliteAutomationTables extends SqliteSideTables implements AutomationStore {
   private readonly automation: { readonly [K in keyof typeof SQL]: Database.Statement };
   private readonly endRunTx: (run: ScheduleRunRow, keep: number) => boolean;
+  private readonly claimTx: (id: string, due: number, next: number, node: string, started: number) => { before: ScheduleRow; began: boolean } | undefined;
   private readonly addDeliveriesTx: (rows: readonly NewWebhookDelivery[]) => void;
 
   protected constructor(db: Database.Database, clock: Clock) {
@@ -78,6 +86,13 @@ export abstract class SqliteAutomationTables extends SqliteSideTables implements
       return true;
     });
     this.endRunTx = (run, keep) => endRun.immediate(run, keep);
+    const claim = db.transaction((id: string, due: number, next: number, node: string, started: number) => {
+      const raw = this.automation.dueSchedule.get(id, due) as RawSchedule | undefined;
+      if (!raw) return undefined;
+      this.automation.claimScheduleDue.run({ id, due, next, node, started });
+      return { before: scheduleFromRaw(raw), began: raw.active_at === null };
+    });
+    this.claimTx = (id, due, next, node, started) => claim.immediate(id, due, next, node, started);
     const addDeliveries = db.transaction((rows: readonly NewWebhookDelivery[]) => {
       for (const row of rows) this.automation.insertDelivery.run(row);
     });
@@ -111,15 +126,19 @@ export abstract class SqliteAutomationTables extends SqliteSideTables implements
     return this.automation.deleteSchedule.run(id).changes > 0;
   }
 
-  async claimScheduleDue(id: string, dueAt: number, nextRunAt: number): Promise<ScheduleRow | undefined> {
+  async claimScheduleDue(id: string, dueAt: number, nextRunAt: number, nodeId: string, startedAt: number): Promise<{ before: ScheduleRow; began: boolean } | undefined> {
     this.assertOpen();
-    const raw = this.automation.claimScheduleDue.get(nextRunAt, id, dueAt) as RawSchedule | undefined;
-    return raw && scheduleFromRaw(raw);
+    return this.claimTx(id, dueAt, nextRunAt, nodeId, startedAt);
   }
 
   async beginScheduleRun(id: string, dueAt: number, nodeId: string, startedAt: number): Promise<boolean> {
     this.assertOpen();
     return this.automation.beginScheduleRun.run(dueAt, nodeId, startedAt, id).changes > 0;
+  }
+
+  async touchScheduleRuns(nodeId: string, at: number): Promise<void> {
+    this.assertOpen();
+    this.automation.touchScheduleRuns.run(at, nodeId);
   }
 
   async setScheduleRunSession(id: string, dueAt: number, sessionId: string): Promise<void> {

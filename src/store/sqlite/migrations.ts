@@ -168,7 +168,7 @@ CREATE TABLE schedules (
   active_at INTEGER,
   active_session_id TEXT,
   active_node TEXT,
-  active_started_at INTEGER
+  active_seen_at INTEGER
 );
 CREATE TABLE schedule_runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -177,6 +177,7 @@ CREATE TABLE schedule_runs (
   session_id TEXT,
   status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
   error TEXT,
+  started_at TEXT,
   finished_at TEXT NOT NULL
 );
 CREATE INDEX schedule_runs_schedule ON schedule_runs (schedule_id, at);
