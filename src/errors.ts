@@ -17,6 +17,9 @@ export const ERROR_STATUS = {
   FILE_NOT_FOUND: 404,
   METHOD_NOT_FOUND: 404,
   SKILL_NOT_FOUND: 404,
+  SCHEDULE_NOT_FOUND: 404,
+  /** POST /webhooks/<name> for a name settings.webhooks.in does not define. */
+  WEBHOOK_NOT_FOUND: 404,
   not_found: 409,
   SESSION_CLOSED: 409,
   SESSION_SUSPENDED: 409,

@@ -82,6 +82,8 @@ async function main(): Promise<number> {
       return (await import("./cli/sessions.js")).sessionsCloseCommand(command, io);
     case "sessions prune":
       return (await import("./cli/sessions.js")).sessionsPruneCommand(command, io);
+    case "schedules":
+      return (await import("./cli/schedules.js")).schedulesCommand(command, io);
   }
 }
 

@@ -21,6 +21,9 @@ import { SessionManager } from "./core/session-manager.js";
 import { SessionSweeper } from "./core/session-cleanup.js";
 import { StreamTokens } from "./core/stream-tokens.js";
 import { WakeupService } from "./core/wakeups.js";
+import { ScheduleService, SCHEDULES_SERVICE } from "./core/schedules/service.js";
+import { InboundWebhooks } from "./core/webhooks/inbound.js";
+import { OutboundWebhooks } from "./core/webhooks/outbound.js";
 import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
 import type { Engine, RunResult } from "./engines/types.js";
@@ -94,6 +97,10 @@ export interface Runtime {
   hooks: HookRunner;
   /** serve: closes one-shot sessions idle past limits.idleSessionTtl (at start, then every minute); null for oneshot. */
   sweeper: SessionSweeper | null;
+  /** Prompts that start on their own (POST /schedules); they fire only in a serving runtime. */
+  schedules: ScheduleService;
+  /** settings.webhooks: signed requests that start sessions, and events POSTed elsewhere (serving runtime). */
+  webhooks: { inbound: InboundWebhooks; outbound: OutboundWebhooks };
   /** What tools reach through ctx.services (built whole before the first run). */
   services: ToolServices;
   /** The server's address, set once it listens (web_fetch refuses it). */
@@ -179,6 +186,12 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     for (const child of await store.listSessions({ parentSessionId: parentId })) if (child.status !== "closed") await sessions.close(child.id);
   });
   const sweeper = mode === "serve" ? new SessionSweeper({ store, sessions, clock, log, settings: config.settings }) : null;
+  const schedules = resources.get(SCHEDULES_SERVICE, () =>
+    new ScheduleService({ store, clock, log, ids, sessions, agents, nodeId: cluster?.nodeId ?? ids.next("node"), singleNode: !cluster, maxConcurrentRuns: config.settings.schedules.maxConcurrentRuns }),
+  );
+  const webhookSettings = config.settings.webhooks;
+  const inbound = new InboundWebhooks({ store, clock, ids, log, sessions, hooks: webhookSettings.in, env: config.env });
+  const outbound = resources.get("outboundWebhooks", () => new OutboundWebhooks({ store, clock, log, bus, hooks: webhookSettings.out, env: config.env }));
 
   let started: Promise<void> | null = null;
   const runtime: Runtime = {
@@ -202,6 +215,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     multiAgent,
     hooks,
     sweeper,
+    schedules,
+    webhooks: { inbound, outbound },
     services,
     selfAddress,
     agents,
@@ -215,8 +230,11 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
         if (!cluster) await multiAgent.delivery.recover();
         // 2. Cut runs get placeholders for their open tool calls; their sessions go idle.
         await sessions.recoverRuns();
-        // 3. Stored wake-ups are re-armed (an overdue one fires once, into a valid history).
+        // 3. Stored wake-ups and schedules are re-armed (an overdue one fires once, into a
+        //    valid history); deliveries an earlier run left are sent.
         await wakeups.start();
+        await schedules.start();
+        outbound.start();
         // 4. Messages still in an inbox start their runs.
         await sessions.resumeInboxes();
         // 5. One-shot sessions idle past limits.idleSessionTtl are closed, now and every minute.
@@ -226,6 +244,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     },
     async close() {
       await sweeper?.stop();
+      // A due time that fired now would be taken, then cut: it is left to the next start.
+      schedules.stop();
       await sessions.shutdown();
       await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.

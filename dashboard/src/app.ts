@@ -5,6 +5,7 @@ import { ConnectionIndicator, pauseWhileHidden } from "./connection.js";
 import { h } from "./dom.js";
 import { Panels } from "./panels.js";
 import { RemoteDialogs } from "./remote-dialogs.js";
+import { SchedulesView } from "./schedules-view.js";
 import { SessionHead } from "./session-head.js";
 import { SessionsView, type SessionRow } from "./sessions-view.js";
 import { sidebarControls } from "./sidebar-controls.js";
@@ -45,6 +46,12 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     head.render(row);
     chat.setWritable(writable(row));
   });
+  const schedules = new SchedulesView(api, (sessionId) => {
+    void api.get<SessionRow>(`/sessions/${encodeURIComponent(sessionId)}`).then((row) => {
+      sessions.put(row);
+      select(row);
+    });
+  });
 
   const connection = new ConnectionIndicator(["events"]);
   // One stream for everything, dialogs included: a browser gives a host six connections
@@ -79,8 +86,9 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     (query) => sessions.setQuery(query),
   );
   root.replaceChildren(
-    topbar(connection.el, sandboxBadge(api), signOut),
+    topbar(connection.el, sandboxBadge(api), schedules.button, signOut),
     h("div", { class: "layout" }, h("nav", { class: "sidebar", "aria-label": "Sessions" }, controls, sessions.el), h("main", { class: "main" }, head.el, chat.el), panels.el),
+    schedules.el,
     dialogs.el,
   );
 
@@ -91,6 +99,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
       root.querySelector<HTMLTextAreaElement>("[data-testid=chat-input]")?.focus();
     } else if (event.key === "Escape") {
       document.body.classList.remove("show-sidebar", "show-panels");
+      if (!schedules.el.hidden) schedules.close();
     }
   };
   document.addEventListener("keydown", onKey);
@@ -105,6 +114,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   return {
     stop() {
       events.stop();
+      schedules.close();
       dialogs.clear();
       unhookVisibility();
       unwatchAddress();
@@ -113,7 +123,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   };
 }
 
-function topbar(connection: HTMLElement, sandbox: HTMLElement, signOut: () => void): HTMLElement {
+function topbar(connection: HTMLElement, sandbox: HTMLElement, schedules: HTMLElement, signOut: () => void): HTMLElement {
   const toggle = (cls: string) => () => document.body.classList.toggle(cls);
   return h(
     "header",
@@ -123,6 +133,7 @@ function topbar(connection: HTMLElement, sandbox: HTMLElement, signOut: () => vo
     connection,
     sandbox,
     h("span", { class: "spacer" }),
+    schedules,
     h("button", { type: "button", class: "only-narrow", onclick: toggle("show-panels") }, "Details"),
     themeToggle(),
     h("button", { type: "button", onclick: signOut }, "Sign out"),

@@ -25,6 +25,21 @@ export type RunCommand = Common & {
 };
 export type ListCommand = Common & { kind: "agents"; json: boolean };
 export type ToolsCommand = Common & { kind: "tools"; agent: string; json: boolean };
+export type ScheduleAction = "list" | "create" | "runs" | "enable" | "disable" | "delete";
+export type SchedulesCommand = Common & {
+  kind: "schedules";
+  action: ScheduleAction;
+  json: boolean;
+  /** runs, enable, disable, delete: the schedule. */
+  id?: string;
+  /** create: */
+  prompt?: string;
+  agent?: string;
+  cron?: string;
+  everySeconds?: number;
+  session?: string;
+  enabled?: boolean;
+};
 export type SessionsCommand = Common & { kind: "sessions"; json: boolean; all: boolean; search?: string };
 export type SessionsCloseCommand = Common & { kind: "sessions close"; ids: string[]; json: boolean };
 export type SessionsPruneCommand = Common & { kind: "sessions prune"; idleMs: number; idle: string; dryRun: boolean; json: boolean };
@@ -37,6 +52,7 @@ export type Command =
   | SessionsCommand
   | SessionsCloseCommand
   | SessionsPruneCommand
+  | SchedulesCommand
   | { kind: "help"; text: string }
   | { kind: "version" };
 
@@ -119,6 +135,21 @@ const COMMANDS: Record<string, CommandSpec> = {
       help: HELP,
     },
   },
+  schedules: {
+    summary: "list, create, enable, disable or delete schedules, and show their runs",
+    args: '[list | create "prompt" | runs ID | enable ID | disable ID | delete ID]',
+    options: {
+      workspace: WORKSPACE,
+      agent: { type: "string", value: "NAME", help: "create: the agent that runs the prompt (default: default)" },
+      cron: { type: "string", value: "EXPR", help: 'create: five-field cron expression, UTC (e.g. "0 9 * * MON")' },
+      every: { type: "string", value: "SECONDS", help: "create: run every this many seconds (at least 1)" },
+      session: { type: "string", value: "ID", help: "create: send every run to this session (default: a new session per run)" },
+      disabled: { type: "boolean", help: "create: store it disabled" },
+      json: JSON_OUT,
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
   mcp: {
     summary: "serve an agent's built-in tools as an MCP server over stdio",
     options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent whose tools and permissions apply (default: default)" }, help: HELP },
@@ -193,7 +224,7 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
   if (values.help) return { kind: "help", text: usage };
   const common: Common = { workspace: (values.workspace as string | undefined) ?? cwd, logFormat: logFormat(values["log-format"], name, usage) };
   const json = Boolean(values.json);
-  if (name !== "run" && name !== "sessions close" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
+  if (name !== "run" && name !== "sessions close" && name !== "schedules" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
   switch (name) {
     case "serve": {
       const raw = values.port as string | undefined;
@@ -225,9 +256,38 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
       if (!new RegExp(DURATION_PATTERN).test(idle)) throw new UsageError(`veil sessions prune: --idle takes a number and a unit (90s, 30m, 24h, 7d, 2w), got ${JSON.stringify(idle)}`, usage);
       return { kind: "sessions prune", ...common, idle: idle.trim(), idleMs: parseDuration(idle, "--idle"), dryRun: Boolean(values["dry-run"]), json };
     }
+    case "schedules":
+      return { ...schedulesCommand(positionals, values, usage), ...common, json };
     default:
       return { kind: "agents", ...common, json };
   }
+}
+
+const SCHEDULE_ACTIONS: readonly ScheduleAction[] = ["list", "create", "runs", "enable", "disable", "delete"];
+const CREATE_ONLY = ["agent", "cron", "every", "session", "disabled"] as const;
+
+function schedulesCommand(positionals: string[], values: Record<string, unknown>, usage: string): Omit<SchedulesCommand, keyof Common | "json"> {
+  const [first = "list", ...rest] = positionals;
+  const action = first as ScheduleAction;
+  if (!SCHEDULE_ACTIONS.includes(action)) throw new UsageError(`veil schedules: unknown action ${JSON.stringify(first)} (one of ${SCHEDULE_ACTIONS.join(", ")})`, usage);
+  const stray = CREATE_ONLY.find((option) => values[option] !== undefined);
+  if (action !== "create" && stray) throw new UsageError(`veil schedules ${action}: --${stray} is for create`, usage);
+  if (action === "list") {
+    if (rest.length > 0) throw new UsageError(`veil schedules list: unexpected argument ${JSON.stringify(rest[0])}`, usage);
+    return { kind: "schedules", action };
+  }
+  if (action !== "create") {
+    if (rest.length !== 1) throw new UsageError(`veil schedules ${action}: give one schedule id`, usage);
+    return { kind: "schedules", action, id: rest[0] };
+  }
+  const prompt = rest.join(" ").trim();
+  if (!prompt) throw new UsageError('veil schedules create: give the prompt, e.g. veil schedules create --every 3600 "check the build"', usage);
+  const cron = values.cron as string | undefined;
+  const every = values.every as string | undefined;
+  if ((cron === undefined) === (every === undefined)) throw new UsageError("veil schedules create: give one of --cron EXPR and --every SECONDS", usage);
+  const everySeconds = every === undefined ? undefined : Number(every);
+  if (everySeconds !== undefined && !Number.isFinite(everySeconds)) throw new UsageError(`veil schedules create: --every must be a number of seconds, got ${JSON.stringify(every)}`, usage);
+  return { kind: "schedules", action, prompt, agent: (values.agent as string | undefined) ?? "default", cron, everySeconds, session: values.session as string | undefined, enabled: !values.disabled };
 }
 
 function parseOptions(name: string, spec: CommandSpec, args: string[], usage: string) {

@@ -5,10 +5,13 @@ import type {
   ChatReply,
   CloseManyResult,
   CompactionResult,
+  CreateSchedule,
   CreateSession,
   EventStreamOptions,
   Health,
   Message,
+  Schedule,
+  ScheduleRun,
   Session,
   SessionListFilter,
   Skill,
@@ -16,6 +19,7 @@ import type {
   Tool,
   VeilEvent,
   Wakeup,
+  WebhookDelivery,
 } from "./types.js";
 
 export interface VeilClientOptions {
@@ -200,6 +204,25 @@ export class VeilClient {
     set: async (sessionId: string, wakeup: { time: string | number; message?: string; loop?: boolean }): Promise<Wakeup | null> =>
       (await this.json<{ wakeup: Wakeup | null }>("POST", `/sessions/${enc(sessionId)}/wakeup`, wakeup)).wakeup,
     cancel: async (sessionId: string): Promise<boolean> => (await this.json<{ removed: boolean }>("DELETE", `/sessions/${enc(sessionId)}/wakeup`)).removed,
+  };
+
+  /** Prompts that run on their own, by cron (UTC) or every N seconds. */
+  readonly schedules = {
+    create: (input: CreateSchedule): Promise<Schedule> => this.json("POST", "/schedules", input),
+    list: async (): Promise<Schedule[]> => (await this.json<{ schedules: Schedule[] }>("GET", "/schedules")).schedules,
+    get: (id: string): Promise<Schedule> => this.json("GET", `/schedules/${enc(id)}`),
+    /** Enabling starts from now: times missed while disabled do not fire. */
+    setEnabled: (id: string, enabled: boolean): Promise<Schedule> => this.json("PATCH", `/schedules/${enc(id)}`, { enabled }),
+    delete: async (id: string): Promise<void> => void (await this.json("DELETE", `/schedules/${enc(id)}`)),
+    /** Newest first. */
+    runs: async (id: string, options: { limit?: number } = {}): Promise<ScheduleRun[]> =>
+      (await this.json<{ runs: ScheduleRun[] }>("GET", `/schedules/${enc(id)}/runs${query(options)}`)).runs,
+  };
+
+  readonly webhooks = {
+    /** Outbound deliveries (settings.webhooks.out), newest first. */
+    deliveries: async (filter: { status?: WebhookDelivery["status"]; limit?: number } = {}): Promise<WebhookDelivery[]> =>
+      (await this.json<{ deliveries: WebhookDelivery[] }>("GET", `/webhooks/deliveries${query(filter)}`)).deliveries,
   };
 
   /** A token for a browser EventSource URL (`?token=`): opens a stream within 60 s; that stream may reconnect for 24 h. */

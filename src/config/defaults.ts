@@ -19,6 +19,8 @@ export function defaultSettings(): Settings {
     cluster: { leaseSeconds: 15 },
     sandbox: defaultSandbox(),
     approval: { tools: [], timeoutSeconds: 300 },
+    schedules: { maxConcurrentRuns: 64 },
+    webhooks: { in: {}, out: [] },
   };
 }
 

@@ -127,6 +127,41 @@ const ApprovalSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const WEBHOOK_EVENTS = ["chat.done", "method.pending", "session.budget"] as const;
+
+const WebhooksSchema = Type.Object(
+  {
+    in: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object(
+          {
+            agent: Type.String({ minLength: 1, description: "Agent whose new session runs the prompt." }),
+            secretEnv: Type.String({ minLength: 1, description: "Environment variable holding the HMAC-SHA256 secret senders sign with." }),
+            prompt: Type.String({ minLength: 1, description: "The prompt; {{body}} is replaced by the raw request body." }),
+          },
+          { additionalProperties: false },
+        ),
+        // The name is a path segment: POST /webhooks/<name>.
+        { propertyNames: { pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$" } },
+      ),
+    ),
+    out: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            url: Type.String({ pattern: "^https?://", description: "Where events are POSTed (trusted: settings decide where Veil sends requests)." }),
+            events: Type.Array(Type.Unsafe<(typeof WEBHOOK_EVENTS)[number]>({ type: "string", enum: [...WEBHOOK_EVENTS] }), { minItems: 1 }),
+            secretEnv: Type.String({ minLength: 1, description: "Environment variable holding the HMAC-SHA256 secret the body is signed with." }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const SettingsFileSchema = Type.Object(
   {
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
@@ -189,6 +224,13 @@ export const SettingsFileSchema = Type.Object(
     ),
     sandbox: Type.Optional(SandboxSchema),
     approval: Type.Optional(ApprovalSchema),
+    schedules: Type.Optional(
+      Type.Object(
+        { maxConcurrentRuns: Type.Optional(Type.Integer({ minimum: 1, description: "Scheduled runs one node runs at once (default 64)." })) },
+        { additionalProperties: false },
+      ),
+    ),
+    webhooks: Type.Optional(WebhooksSchema),
   },
   { additionalProperties: true },
 );

@@ -104,6 +104,31 @@ export interface ClaudeCliSettings {
   executable?: string;
 }
 
+/** An event an outbound webhook may subscribe to. */
+export type WebhookEvent = "chat.done" | "method.pending" | "session.budget";
+
+/** settings.webhooks.in.<name>: `POST /webhooks/<name>` starts a session of `agent`. */
+export interface InboundWebhook {
+  agent: string;
+  /** Environment variable holding the secret the sender signs the raw body with (HMAC-SHA256). */
+  secretEnv: string;
+  /** The prompt; every `{{body}}` is replaced by the raw request body. */
+  prompt: string;
+}
+
+/** One entry of settings.webhooks.out. The URL is trusted: settings alone decide where Veil sends requests. */
+export interface OutboundWebhook {
+  url: string;
+  events: WebhookEvent[];
+  /** Environment variable holding the secret the body is signed with (HMAC-SHA256). */
+  secretEnv: string;
+}
+
+export interface WebhookSettings {
+  in: Record<string, InboundWebhook>;
+  out: OutboundWebhook[];
+}
+
 export interface Settings {
   providers: Record<string, ProviderConfig>;
   defaultProvider?: string;
@@ -163,6 +188,12 @@ export interface Settings {
   sandbox: SandboxSettings;
   /** Tool calls that wait for a human's approval before they run (agent.json may add to it). */
   approval: ApprovalSettings;
+  schedules: {
+    /** Scheduled runs one node runs at once; due times past it are taken and wait for a place. default: 64 */
+    maxConcurrentRuns: number;
+  };
+  /** Signed webhooks: in, prompts that start a session; out, events POSTed elsewhere. default: none */
+  webhooks: WebhookSettings;
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
 }

@@ -13,15 +13,17 @@ export interface RunOptions {
   model?: string;
   reasoning?: ReasoningConfig;
   outputSchema?: OutputSchema;
+  warmUp?: boolean;
 }
 
 /** The meta to store in the inbox: `meta` plus the options when the call has any. */
 export function withRunOptions(meta: Record<string, unknown> | null, options: RunOptions): Record<string, unknown> | null {
-  if (options.model === undefined && options.reasoning === undefined && options.outputSchema === undefined) return meta;
+  if (options.model === undefined && options.reasoning === undefined && options.outputSchema === undefined && options.warmUp !== false) return meta;
   const stored = {
     ...(options.model !== undefined ? { model: options.model } : {}),
     ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}),
     ...(options.outputSchema !== undefined ? { output_schema: { name: options.outputSchema.name, schema: options.outputSchema.schema } } : {}),
+    ...(options.warmUp === false ? { warmUp: false } : {}),
   };
   return { ...meta, [RUN_OPTIONS_KEY]: stored };
 }
@@ -35,6 +37,7 @@ export function runOptionsOf(item: InboxItem): RunOptions {
     ...(stored.reasoning ? { reasoning: stored.reasoning } : {}),
     // It compiled when the chat arrived, on a node of the same build.
     ...(stored.output_schema ? { outputSchema: compileSpec(stored.output_schema) } : {}),
+    ...(stored.warmUp === false ? { warmUp: false } : {}),
   };
 }
 /** The meta the delivered user message keeps. */

@@ -76,7 +76,7 @@ export interface PreparedRun {
 export async function prepareRun(
   deps: RunSetupDeps,
   session: SessionRow,
-  perCall: { model?: string; reasoning?: ReasoningConfig; outputSchema?: OutputSchema },
+  perCall: { model?: string; reasoning?: ReasoningConfig; outputSchema?: OutputSchema; warmUp?: boolean },
   sessionResources: Resources,
   writer: SessionWriter,
 ): Promise<PreparedRun> {
@@ -120,7 +120,7 @@ export async function prepareRun(
     },
     makeContext: (call, signal) => buildToolContext(toolTurn, call, signal, writer.toolWrites(call)),
   };
-  toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
+  if (perCall.warmUp !== false) toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
   return prepared;
 }
 

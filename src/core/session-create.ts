@@ -22,7 +22,7 @@ export async function createSession(deps: Omit<SessionManagerDeps, "services">, 
     throw new VeilError("TOO_MANY_SESSIONS", `too many open sessions (limit ${max}, settings.limits.maxLiveSessions); close some first`);
   }
   const row: NewSession = {
-    id: deps.ids.next("sess"),
+    id: input.id ?? deps.ids.next("sess"),
     agent: agent.name,
     mode,
     model: input.model ?? null,

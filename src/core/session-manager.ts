@@ -39,6 +39,8 @@ export class SessionManager {
   private readonly observers = new RunObservers();
   private readonly teardown: SessionTeardown;
   private readonly resumeListeners = new Set<(sessionId: string) => void | Promise<void>>();
+  /** Sessions being let go of (release()): a message or control waits until that is done. */
+  private readonly releasing = new Map<string, Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
   private stopping = false;
   private gate: RunGate | null = null;
@@ -134,6 +136,7 @@ export class SessionManager {
    * `message` is text or OpenAI content parts (stored as chat-content.ts describes).
    */
   async send(id: string, message: ChatContent, options: SendOptions = {}): Promise<SendReceipt> {
+    await this.releasing.get(id);
     const user = toUserMessage(message, options.meta);
     let content = user.content;
     const meta = user.meta;
@@ -235,8 +238,32 @@ export class SessionManager {
     }
   }
 
+  /**
+   * Lets go of an idle session's live state (its shells, tools, and its place under
+   * limits.maxLiveSessions) while the session stays open: its next message builds that state
+   * again from the store. Sessions that started on their own (a schedule's, a webhook's) are
+   * let go of when their run ends, so thousands of them cost rows, not processes. Waits for
+   * a run to end; does nothing when messages are waiting.
+   */
+  async release(id: string): Promise<void> {
+    await this.waitIdle(id);
+    const live = this.live.get(id);
+    if (!live || live.run || live.closing || live.pending.size > 0 || live.consumed.length > 0 || this.releasing.has(id)) return;
+    this.live.delete(id);
+    const done = (async () => {
+      live.context.abandon(new VeilError("CANCELLED", `session "${id}" was let go of while idle`));
+      this.deps.hooks?.endSession(id);
+      await live.resources.dispose();
+      // Cluster: heartbeats stop renewing its lease; the node its next message reaches takes it.
+      await this.gate?.release(id);
+    })().finally(() => this.releasing.delete(id));
+    this.releasing.set(id, done);
+    await done;
+  }
+
   /** Cluster: the action runs on the session's owner. A closed session has no live state anywhere: answered here. */
   private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    await this.releasing.get(id);
     if (!this.gate) return here();
     const session = await this.get(id);
     if (session.status === "closed") return here();

@@ -23,6 +23,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
 }
 
 export interface CreateSessionInput {
+  /** The new session's id when the caller had to know it first (a webhook's receipt); default: a fresh one. */
+  id?: string;
   agent: string;
   mode?: string;
   model?: string | null;
@@ -51,6 +53,12 @@ export interface SendOptions {
    * message must start its run: sent while the session runs, it is refused (SESSION_BUSY).
    */
   outputSchema?: OutputSchema;
+  /**
+   * false: the run's tools are not started ahead of their first call (bash's shell). For runs
+   * nobody waits on (a schedule's, a webhook's), where a thousand at once would each start a
+   * shell most never use. Applies when this message starts a run. default: true
+   */
+  warmUp?: boolean;
 }
 
 export interface SendReceipt {

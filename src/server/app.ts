@@ -13,6 +13,7 @@ import { sessionRoutes } from "./routes/sessions.js";
 import { eventRoutes } from "./routes/events.js";
 import { extraRouteModules } from "./routes/index.js";
 import { sandboxStatus } from "../tools/shared/sandbox/session.js";
+import { isInboundWebhookRequest } from "./routes/webhooks.js";
 
 /** Paths reachable without the bearer secret: health and the dashboard's static files. */
 const PUBLIC_PATHS = new Set(["/health", ...DASHBOARD_PATHS]);
@@ -47,7 +48,8 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
     const origin = c.req.header("origin");
     if (!originAllowed(origin, hosts) && !cors.allows(origin)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
     c.set("authenticated", tokenMatches(bearerToken(c.req.header("authorization")), state.secret));
-    if (!PUBLIC_PATHS.has(c.req.path) && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
+    const open = PUBLIC_PATHS.has(c.req.path) || isInboundWebhookRequest(c.req.method, c.req.path);
+    if (!open && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
       return apiError(c, "UNAUTHORIZED", "missing or wrong bearer token (Authorization: Bearer <secret>)");
     }
     return next();

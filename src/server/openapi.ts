@@ -6,6 +6,7 @@ import type { AppEnv, ServerState } from "./context.js";
 import { CompletionBody } from "./routes/completions.js";
 import { MintBody, ResultBody } from "./routes/remote-methods.js";
 import { ChatBody, CloseBody, CreateBody, PatchBody } from "./routes/sessions.js";
+import { ScheduleBody, SchedulePatchBody } from "./routes/schedules.js";
 import { ArmBody } from "./routes/wakeups.js";
 
 /**
@@ -27,6 +28,10 @@ interface Doc {
   body?: TSchema;
   /** The body may also be raw text/plain (memory files). */
   textBody?: boolean;
+  /** The body is taken as raw bytes, whatever its type (signed webhooks). */
+  rawBody?: string;
+  /** Request headers the route reads, with what they carry. */
+  headers?: Record<string, string>;
   query?: Record<string, string>;
   /** Answers text/event-stream. */
   sse?: boolean;
@@ -38,6 +43,8 @@ interface Doc {
   public?: boolean;
   /** May be opened with ?token= from POST /stream-tokens instead of the secret. */
   streamToken?: boolean;
+  /** Authenticated by X-Veil-Signature instead of the bearer secret. */
+  signed?: boolean;
 }
 
 const ErrorSchema = Type.Object({
@@ -105,6 +112,54 @@ const SkillSchema = Type.Object(
     error: Type.Optional(Type.String({ description: "broken: what is wrong, naming the field" })),
   },
   { additionalProperties: false },
+);
+
+const Nullable = (schema: TSchema) => Type.Union([schema, Type.Null()]);
+
+const ScheduleSchema = Type.Object(
+  {
+    id: Type.String(),
+    agent: Type.String(),
+    prompt: Type.String(),
+    cron: Nullable(Type.String()),
+    everySeconds: Nullable(Type.Number()),
+    session: Type.String({ description: '"new" or the session every run goes to' }),
+    enabled: Type.Boolean(),
+    nextRunAt: Nullable(Type.String({ format: "date-time", description: "null while disabled" })),
+    createdAt: Type.String({ format: "date-time" }),
+    updatedAt: Type.String({ format: "date-time" }),
+    running: Nullable(Type.Object({ at: Type.String({ format: "date-time" }), sessionId: Nullable(Type.String()) })),
+  },
+  { additionalProperties: true },
+);
+
+const ScheduleRunSchema = Type.Object(
+  {
+    at: Type.String({ format: "date-time", description: "the due time" }),
+    sessionId: Nullable(Type.String()),
+    status: Type.Union([Type.Literal("ok"), Type.Literal("error"), Type.Literal("skipped")]),
+    error: Type.Optional(Type.String()),
+    startedAt: Nullable(Type.String({ format: "date-time", description: "when the run was taken (null: skipped)" })),
+    finishedAt: Type.String({ format: "date-time" }),
+  },
+  { additionalProperties: false },
+);
+
+const DeliverySchema = Type.Object(
+  {
+    deliveryId: Type.String(),
+    url: Type.String(),
+    type: Type.String({ description: "chat.done, method.pending or session.budget" }),
+    sessionId: Type.String(),
+    status: Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")]),
+    attempts: Type.Integer(),
+    nextAttemptAt: Nullable(Type.String({ format: "date-time" })),
+    lastStatus: Nullable(Type.Integer()),
+    lastError: Nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+    deliveredAt: Nullable(Type.String({ format: "date-time" })),
+  },
+  { additionalProperties: true },
 );
 const ListOf = (items: TSchema) => Type.Array(items);
 const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq (same as the Last-Event-ID header)", token: "stream token (POST /stream-tokens), for EventSource" };
@@ -184,6 +239,22 @@ const DOCS: Record<string, Doc> = {
   "GET /sessions/:id/wakeup": { summary: "the wake-up schedule", tag: "wake-ups", response: AnyObject },
   "POST /sessions/:id/wakeup": { summary: "arm (or with time \"0\" cancel) the wake-up", tag: "wake-ups", body: ArmBody, response: AnyObject },
   "DELETE /sessions/:id/wakeup": { summary: "cancel the wake-up", tag: "wake-ups", response: AnyObject },
+  "POST /schedules": { summary: "create a schedule: a prompt that runs by cron (five fields, UTC) or every N seconds", tag: "schedules", body: ScheduleBody, status: 201, response: ScheduleSchema },
+  "GET /schedules": { summary: "every schedule", tag: "schedules", response: Type.Object({ schedules: ListOf(ScheduleSchema) }) },
+  "GET /schedules/:id": { summary: "one schedule", tag: "schedules", response: ScheduleSchema },
+  "PATCH /schedules/:id": { summary: "enable or disable a schedule (enabling starts from now: missed times do not fire)", tag: "schedules", body: SchedulePatchBody, response: ScheduleSchema },
+  "DELETE /schedules/:id": { summary: "delete a schedule and its runs", tag: "schedules", response: Type.Object({ ok: Type.Boolean(), id: Type.String() }) },
+  "GET /schedules/:id/runs": { summary: "the schedule's runs, newest first (ok, error, or skipped while the previous run still went)", tag: "schedules", query: { limit: "at most this many (default 100, max 1000)" }, response: Type.Object({ runs: ListOf(ScheduleRunSchema) }) },
+  "POST /webhooks/:name": {
+    summary: "an inbound webhook of settings.webhooks.in: starts a session of its agent with its prompt ({{body}} = the raw body); no bearer, the signature authenticates",
+    tag: "webhooks",
+    signed: true,
+    rawBody: "the raw body, exactly as signed; at most limits.maxBodyBytes",
+    headers: { "X-Veil-Signature": "sha256=<hex HMAC-SHA256 of the raw body with the webhook's secret> (required)", "X-Veil-Delivery": "the sender's delivery id: a repeat answers the first delivery's sessionId and runs nothing" },
+    status: 202,
+    response: Type.Object({ sessionId: Type.String(), duplicate: Type.Optional(Type.Boolean()) }),
+  },
+  "GET /webhooks/deliveries": { summary: "outbound webhook deliveries (settings.webhooks.out), newest first, with status and attempts", tag: "webhooks", query: { status: "pending | delivered | failed", limit: "at most this many (default 100, max 1000)" }, response: Type.Object({ deliveries: ListOf(DeliverySchema) }) },
   "GET /memory/:file": { summary: "read a global memory file (text, or JSON with Accept: application/json)", tag: "memory", response: "text" },
   "PUT /memory/:file": { summary: "overwrite a global memory file", tag: "memory", body: MemoryJsonBody, textBody: true, response: AnyObject },
   "GET /agents/:name/memory/:file": { summary: "read an agent's memory file", tag: "memory", response: "text" },
@@ -230,7 +301,7 @@ export function openApiDocument(routes: readonly { method: string; path: string 
   }
   return {
     openapi: "3.1.0",
-    info: { title: "Veil", version: VERSION, description: "Headless LLM agent runtime: sessions, chat, live events (SSE), tools, memory, wake-ups, remote methods, and an OpenAI-compatible wire." },
+    info: { title: "Veil", version: VERSION, description: "Headless LLM agent runtime: sessions, chat, live events (SSE), tools, memory, wake-ups, schedules, webhooks, remote methods, and an OpenAI-compatible wire." },
     servers: [{ url: "/" }],
     security: [{ bearer: [] }],
     tags: [...new Set(Object.values(DOCS).map((d) => d.tag))].map((name) => ({ name })),
@@ -239,8 +310,9 @@ export function openApiDocument(routes: readonly { method: string; path: string 
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", description: "the server secret (`veil serve` prints it once; stored in .veil/secret)" },
         streamToken: { type: "apiKey", in: "query", name: "token", description: "from POST /stream-tokens, for EventSource (which cannot send headers)" },
+        webhookSignature: { type: "apiKey", in: "header", name: "X-Veil-Signature", description: "sha256=<hex HMAC-SHA256 of the raw body with the secret in the webhook's secretEnv>" },
       },
-      schemas: { Error: ErrorSchema, Session: SessionSchema, ChatReply, Event: EventSchema, Tool: ToolListingSchema, BrokenTool: BrokenToolListingSchema },
+      schemas: { Error: ErrorSchema, Session: SessionSchema, ChatReply, Event: EventSchema, Tool: ToolListingSchema, BrokenTool: BrokenToolListingSchema, Schedule: ScheduleSchema, ScheduleRun: ScheduleRunSchema, WebhookDelivery: DeliverySchema },
     },
   };
 }
@@ -258,6 +330,7 @@ function openApiPath(honoPath: string): { path: string; parameters: object[] } {
 function operation(method: string, honoPath: string, doc: Doc | undefined, pathParameters: object[]): Record<string, unknown> {
   const parameters = [...pathParameters, ...Object.entries(doc?.query ?? {}).map(([name, description]) => ({ name, in: "query", required: false, description, schema: { type: "string" } }))];
   if (doc?.sse) parameters.push({ name: "Last-Event-ID", in: "header", required: false, description: "replay what was missed after this id", schema: { type: "string" } });
+  for (const [name, description] of Object.entries(doc?.headers ?? {})) parameters.push({ name, in: "header", required: description.includes("(required)"), description, schema: { type: "string" } });
   const op: Record<string, unknown> = {
     operationId: `${method.toLowerCase()}${honoPath.replace(/\{[^}]*\}/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
     summary: doc?.summary ?? `${method} ${honoPath}`,
@@ -267,12 +340,14 @@ function operation(method: string, honoPath: string, doc: Doc | undefined, pathP
   };
   if (!doc) op["x-veil-undocumented"] = true;
   if (doc?.public) op.security = [];
+  else if (doc?.signed) op.security = [{ webhookSignature: [] }];
   else if (doc?.streamToken) op.security = [{ bearer: [] }, { streamToken: [] }];
   if (doc?.body) {
     const content: Record<string, unknown> = { "application/json": { schema: doc.body } };
     if (doc.textBody) content["text/plain"] = { schema: { type: "string" } };
     op.requestBody = { required: !doc.textBody, content };
   }
+  if (doc?.rawBody) op.requestBody = { required: true, description: doc.rawBody, content: { "*/*": { schema: { type: "string", format: "binary" } } } };
   return op;
 }
 
@@ -286,6 +361,10 @@ function responses(doc: Doc | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = { [String(doc?.status ?? 200)]: { description: doc?.summary ?? "success", content } };
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     if (status === "401" && doc?.public) continue;
+    if (status === "401" && doc?.signed) {
+      out[status] = { description: "UNAUTHORIZED: missing or wrong X-Veil-Signature", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+      continue;
+    }
     out[status] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   }
   return out;

@@ -7,6 +7,8 @@ import type { Budget, ReasoningConfig } from "../config/types.js";
  */
 
 import type { SessionStatus, TokenUsage } from "../base/usage.js";
+import type { AutomationStore } from "./automation.js";
+export type * from "./automation.js";
 export { ZERO_USAGE, type SessionStatus, type TokenUsage } from "../base/usage.js";
 
 export interface SessionRow {
@@ -180,7 +182,7 @@ export interface AuditRow {
   created_at: string;
 }
 
-export interface Store {
+export interface Store extends AutomationStore {
   createSession(session: NewSession): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | undefined>;
   listSessions(filter?: SessionFilter): Promise<SessionRow[]>;

@@ -75,7 +75,7 @@ async function withServer(args: string[], body: (url: string, secret: string) =>
 const ESC = "\x1b[";
 
 describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
-  it.each(["serve", "run", "agents", "tools", "sessions"])("veil %s --help prints its usage on stdout, exits 0, starts and writes nothing", async (command) => {
+  it.each(["serve", "run", "agents", "tools", "sessions", "schedules"])("veil %s --help prints its usage on stdout, exits 0, starts and writes nothing", async (command) => {
     const result = await veil([command, "--help"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^Usage: veil ${command} `));
@@ -91,7 +91,7 @@ describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
     for (const args of [[], ["--help"], ["help"]]) {
       const result = await veil(args);
       expect(result.code).toBe(0);
-      for (const command of ["serve", "run", "agents", "tools", "sessions"]) expect(result.stdout).toContain(`veil ${command} `);
+      for (const command of ["serve", "run", "agents", "tools", "sessions", "schedules"]) expect(result.stdout).toContain(`veil ${command} `);
     }
     expect((await veil(["help", "run"])).stdout).toMatch(/^Usage: veil run /);
     expect((await veil(["help", "sessions", "prune"])).stdout).toMatch(/^Usage: veil sessions prune .*--idle DURATION/);
@@ -108,6 +108,12 @@ describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
       [["run", "--session", "s", "--continue", "hi"], "veil run: give --session ID or --continue, not both"],
       [["tools", "extra"], 'veil tools: unexpected argument "extra"'],
       [["sessions", "--log-format", "xml"], 'veil sessions: --log-format must be text or json, got "xml"'],
+      [["schedules", "pause", "x"], 'veil schedules: unknown action "pause" (one of list, create, runs, enable, disable, delete)'],
+      [["schedules", "create", "hi"], "veil schedules create: give one of --cron EXPR and --every SECONDS"],
+      [["schedules", "create", "--every", "60"], 'veil schedules create: give the prompt, e.g. veil schedules create --every 3600 "check the build"'],
+      [["schedules", "create", "--every", "soon", "hi"], 'veil schedules create: --every must be a number of seconds, got "soon"'],
+      [["schedules", "delete"], "veil schedules delete: give one schedule id"],
+      [["schedules", "runs", "sch_1", "--cron", "* * * * *"], "veil schedules runs: --cron is for create"],
     ];
     for (const [args, first] of cases) {
       const result = await veil(args);
@@ -119,6 +125,41 @@ describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
       expect(result.stdout).toBe("");
     }
   });
+});
+
+describe.skipIf(!built)("veil schedules", () => {
+  it("creates, lists, disables and deletes schedules in the workspace's store, and a running server fires one the CLI created", async () => {
+    const created = await veil(["schedules", "create", "--every", "1", "--json", "say", "tick"]);
+    expect(created.code, created.stderr).toBe(0);
+    const schedule = JSON.parse(created.stdout) as { id: string; nextRunAt: string };
+    expect(schedule).toMatchObject({ agent: "default", everySeconds: 1, cron: null, prompt: "say tick", enabled: true, session: "new" });
+    const listed = await veil(["schedules"]);
+    expect(listed.stdout).toMatch(new RegExp(`^${schedule.id}  default\\s+every 1s\\s+next \\S+  "say tick"\n$`));
+
+    llm.respond(() => reply().text("tock").stop());
+    await withServer([], async (url, secret) => {
+      for (;;) {
+        const { runs } = (await (await fetch(`${url}/schedules/${schedule.id}/runs`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { runs: { status: string }[] };
+        if (runs.some((r) => r.status === "ok")) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    });
+    const runs = await veil(["schedules", "runs", schedule.id]);
+    expect(runs.stdout).toMatch(/^\S+Z  ok\s+sess_\S+$/m);
+    expect((await veil(["schedules", "disable", schedule.id])).stdout).toMatch(/ disabled  "say tick"\n$/);
+    expect(JSON.parse((await veil(["schedules", "enable", schedule.id, "--json"])).stdout)).toMatchObject({ enabled: true });
+    const cron = JSON.parse((await veil(["schedules", "create", "--cron", "0 9 * * MON", "--disabled", "--json", "weekly report"])).stdout) as { id: string };
+    expect(cron).toMatchObject({ cron: "0 9 * * MON", enabled: false, nextRunAt: null });
+    expect((await veil(["schedules", "delete", schedule.id])).stdout).toBe(`deleted ${schedule.id}\n`);
+    expect((await veil(["schedules", "list", "--json"])).stdout).toContain(cron.id);
+    await veil(["schedules", "delete", cron.id]);
+    expect((await veil(["schedules"])).stdout).toBe(`no schedules in ${ws.root}\n`);
+
+    const bad = await veil(["schedules", "create", "--cron", "61 * * * *", "x"]);
+    expect([bad.code, bad.stderr.split(":")[0]]).toEqual([1, "VALIDATION_ERROR"]);
+    const missing = await veil(["schedules", "runs", "sch_nope"]);
+    expect(missing).toMatchObject({ code: 1, stderr: 'SCHEDULE_NOT_FOUND: no schedule "sch_nope"\n' });
+  }, 60_000);
 });
 
 describe.skipIf(!built)("veil run: prompts, sessions, colours", () => {

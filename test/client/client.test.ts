@@ -286,6 +286,29 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect(await veil.wakeups.get(session.id)).toBeNull();
   });
 
+  it("schedules: create, list, runs, disable, delete; webhook deliveries", async () => {
+    llm.respond(() => reply().text("scheduled answer").stop());
+    try {
+      const schedule = await veil.schedules.create({ agent: "default", prompt: "tick", everySeconds: 1 });
+      expect(schedule).toMatchObject({ agent: "default", everySeconds: 1, cron: null, enabled: true, session: "new" });
+      expect((await veil.schedules.list()).map((s) => s.id)).toContain(schedule.id);
+      let runs = await veil.schedules.runs(schedule.id);
+      while (runs.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        runs = await veil.schedules.runs(schedule.id, { limit: 5 });
+      }
+      expect(runs[0]).toMatchObject({ at: schedule.nextRunAt, status: "ok", sessionId: expect.stringMatching(/^sess_/) });
+      expect(await veil.schedules.setEnabled(schedule.id, false)).toMatchObject({ enabled: false, nextRunAt: null });
+      expect((await veil.schedules.get(schedule.id)).enabled).toBe(false);
+      await veil.schedules.delete(schedule.id);
+      await expect(veil.schedules.get(schedule.id)).rejects.toMatchObject({ status: 404, code: "SCHEDULE_NOT_FOUND" });
+      await expect(veil.schedules.create({ agent: "default", prompt: "x", cron: "nope" })).rejects.toMatchObject({ status: 400, code: "VALIDATION_ERROR" });
+      expect(await veil.webhooks.deliveries({ status: "pending" })).toEqual([]);
+    } finally {
+      llm.respond(null);
+    }
+  });
+
   it("stream tokens: mint, and revoke", async () => {
     const minted = await veil.streamToken();
     const res = await fetch(`${server.url}/events?token=${minted.token}`);

@@ -46,6 +46,27 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, "home") } })).toThrow(/defaultProvider "ghost"/);
   });
 
+  it("checks settings.webhooks: hook names, URLs, event names and required fields", () => {
+    const load = (webhooks: unknown) => {
+      ws?.cleanup();
+      ws = tmpWorkspace({ files: { ".veil/settings.json": JSON.stringify({ webhooks }) } });
+      return loadConfig({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, "home") } });
+    };
+    const hook = { agent: "default", secretEnv: "S", prompt: "{{body}}" };
+    const out = { url: "https://hooks.example/veil", events: ["chat.done"], secretEnv: "S" };
+    expect(load({ in: { github: hook }, out: [out] }).settings.webhooks).toEqual({ in: { github: hook }, out: [out] });
+    expect(loadConfig({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, "nowhere") } }).settings.webhooks.out).toHaveLength(1);
+    ws.cleanup();
+    ws = tmpWorkspace({});
+    expect(loadConfig({ workspace: ws.root, env: { VEIL_HOME: join(ws.root, "home") } }).settings.webhooks).toEqual({ in: {}, out: [] });
+    expect(() => load({ out: [{ ...out, events: ["chat.started"] }] })).toThrow(/settings\.json: "webhooks\.out\.0\.events\.0" must be one of/);
+    expect(() => load({ out: [{ ...out, url: "file:///etc/passwd" }] })).toThrow(/webhooks\.out\.0\.url/);
+    expect(() => load({ out: [{ ...out, events: [] }] })).toThrow(/webhooks\.out\.0\.events/);
+    expect(() => load({ in: { github: { agent: "default", prompt: "x" } } })).toThrow(/missing required field "secretEnv"/);
+    expect(() => load({ in: { "no spaces": hook } })).toThrow(/settings\.json/);
+    expect(() => load({ inbound: {} })).toThrow(/unknown field "inbound"/);
+  });
+
   it("loads agents with AGENT.md, project over global over the built-in default", () => {
     ws = tmpWorkspace({
       files: {

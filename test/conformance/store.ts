@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isVeilError } from "../../src/errors.js";
+import { automationConformance } from "./automation-store.js";
 import {
   ZERO_USAGE,
   type NewMessage,
@@ -766,6 +767,8 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
         expect(await store.listAudit({ kind: "nothing" })).toEqual([]);
       });
     });
+
+    automationConformance(() => store);
 
     describe("lifecycle", () => {
       it("closes idempotently", async () => {

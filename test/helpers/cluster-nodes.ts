@@ -24,8 +24,8 @@ export interface ClusterNodes {
   stop(): Promise<void>;
 }
 
-/** `count` nodes on a fresh database of `pg`; leases last 2 s so takeovers are quick. `files` go into the shared workspace. */
-export async function startNodes(pg: PostgresCluster, count: number, settings: Record<string, unknown> = {}, files: Record<string, string> = {}): Promise<ClusterNodes> {
+/** `count` nodes on a fresh database of `pg`; leases last 2 s so takeovers are quick. `files` go into the shared workspace, `env` into every node's environment. */
+export async function startNodes(pg: PostgresCluster, count: number, settings: Record<string, unknown> = {}, files: Record<string, string> = {}, env: Record<string, string> = {}): Promise<ClusterNodes> {
   const url = await pg.createDatabase("cluster");
   const ws = tmpWorkspace({ files: { ".veil/settings.json": JSON.stringify({ cluster: { leaseSeconds: 2 }, ...settings }), ...files } });
   const llm = await startFakeLlm();
@@ -35,8 +35,8 @@ export async function startNodes(pg: PostgresCluster, count: number, settings: R
     llm,
     ws,
     nodes,
-    async spawn(env = {}) {
-      const node = await spawnServer(ws.root, { baseUrl: llm.baseUrl, env: { VEIL_DATABASE_URL: url, ...env } });
+    async spawn(more = {}) {
+      const node = await spawnServer(ws.root, { baseUrl: llm.baseUrl, env: { VEIL_DATABASE_URL: url, ...env, ...more } });
       nodes.push(node);
       return node;
     },
@@ -129,8 +129,8 @@ export function clusterFile(name: string, afterTest?: (pg: PostgresCluster) => P
       return pg;
     },
     /** `count` nodes for this test (see startNodes), stopped after it. */
-    async start(count: number, settings?: Record<string, unknown>, files?: Record<string, string>): Promise<ClusterNodes> {
-      current = await startNodes(this.pg, count, settings, files);
+    async start(count: number, settings?: Record<string, unknown>, files?: Record<string, string>, env?: Record<string, string>): Promise<ClusterNodes> {
+      current = await startNodes(this.pg, count, settings, files, env);
       return current;
     },
   };

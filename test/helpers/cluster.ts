@@ -15,8 +15,8 @@ export interface ClusterHarness {
   llm(): FakeLlm;
   /** The running nodes' database URL and shared workspace folder. */
   where(): { url: string; workspace: string };
-  /** `count` nodes (leases of 2 s unless `settings` say otherwise); `files` go into the shared workspace. */
-  start(count: number, options?: { settings?: Record<string, unknown>; files?: Record<string, string> }): Promise<SpawnedServer[]>;
+  /** `count` nodes (leases of 2 s unless `settings` say otherwise); `files` go into the shared workspace, `env` into each node's environment. */
+  start(count: number, options?: { settings?: Record<string, unknown>; files?: Record<string, string>; env?: Record<string, string> }): Promise<SpawnedServer[]>;
 }
 
 export function clusterHarness(file: string): ClusterHarness {
@@ -27,7 +27,7 @@ export function clusterHarness(file: string): ClusterHarness {
     llm: () => current!.llm,
     where: () => ({ url: current!.url, workspace: current!.ws.root }),
     async start(count, options = {}) {
-      current = await hooks.start(count, options.settings, options.files);
+      current = await hooks.start(count, options.settings, options.files, options.env);
       return current.nodes;
     },
   };

@@ -3,7 +3,9 @@ import pg from "pg";
 import type { ClusterSignal } from "../../src/store/cluster.js";
 import { isClusterStore } from "../../src/store/cluster.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { reply } from "../helpers/fake-llm.js";
 import { emptyDatabase, postgresUnavailable, withClient, startPostgres, type PostgresCluster } from "../helpers/postgres.js";
+import { createRuntimeHarness } from "../helpers/runtime.js";
 
 const unavailable = postgresUnavailable();
 if (unavailable) console.warn(`[postgres-cluster.test] skipping: ${unavailable}`);
@@ -28,6 +30,15 @@ function signalInbox() {
       return new Promise((resolve) => waiters.push({ match, resolve }));
     },
   };
+}
+
+/** Resolves once some statement of the database waits for a row lock. */
+async function waitForLockWait(url: string): Promise<void> {
+  for (;;) {
+    const rows = await withClient(url, async (c) => (await c.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows);
+    if (rows.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 describe.skipIf(!!unavailable)("PostgresStore as a ClusterStore (two nodes, two pools)", () => {
@@ -90,6 +101,58 @@ describe.skipIf(!!unavailable)("PostgresStore as a ClusterStore (two nodes, two 
       const renewed = await a.renewLeases("node-a", 60_000);
       expect(renewed.map((l) => l.sessionId).sort()).toEqual(["s1", "s2"]);
       expect((await b.expiredLeases()).map((l) => l.sessionId)).toEqual(["s3"]);
+    });
+  });
+
+  describe("lock order", () => {
+    it("a fenced event batch takes its lease locks in session order, so a heartbeat locking them in that order never deadlocks with it", async () => {
+      await a.createSession({ id: "s2", agent: "default", mode: "chat" });
+      const l1 = (await a.acquireLease("s1", "node-a", 60_000))!;
+      const l2 = (await a.acquireLease("s2", "node-a", 60_000))!;
+      const heartbeat = new pg.Client({ connectionString: url });
+      await heartbeat.connect();
+      try {
+        // A heartbeat half-way through its leases, in session order: s1 locked, s2 next.
+        await heartbeat.query("BEGIN");
+        await heartbeat.query("SET LOCAL deadlock_timeout = '100ms'");
+        await heartbeat.query("UPDATE leases SET expires_at = expires_at WHERE session_id = 's1'");
+        // A batch whose rows (and leases) come s2 first.
+        const batch = a.appendEventsFenced(
+          [
+            { session_id: "s2", seq: 1, type: "session.state", ts: 1, data: "{}" },
+            { session_id: "s1", seq: 1, type: "session.state", ts: 1, data: "{}" },
+          ],
+          [l2, l1],
+        );
+        await waitForLockWait(url);
+        await heartbeat.query("UPDATE leases SET expires_at = expires_at WHERE session_id = 's2'");
+        await heartbeat.query("COMMIT");
+        expect((await batch).map((e) => e.session_id)).toEqual(["s2", "s1"]);
+      } finally {
+        await heartbeat.end();
+      }
+    });
+
+    it("the heartbeat (renewLeases) takes its row locks in session order too, whatever order the rows lie in", async () => {
+      await a.createSession({ id: "s2", agent: "default", mode: "chat" });
+      // s2's row first in the table, so a plain scan would lock s2 before s1.
+      await a.acquireLease("s2", "node-a", 60_000);
+      await a.acquireLease("s1", "node-a", 60_000);
+      const batch = new pg.Client({ connectionString: url });
+      await batch.connect();
+      try {
+        // A fenced batch half-way through its share locks, in session order: s1 held, s2 next.
+        await batch.query("BEGIN");
+        await batch.query("SET LOCAL deadlock_timeout = '100ms'");
+        await batch.query("SELECT 1 FROM leases WHERE session_id = 's1' FOR SHARE");
+        const renewed = a.renewLeases("node-a", 60_000);
+        await waitForLockWait(url);
+        await batch.query("SELECT 1 FROM leases WHERE session_id = 's2' FOR SHARE");
+        await batch.query("COMMIT");
+        expect((await renewed).map((l) => l.sessionId).sort()).toEqual(["s1", "s2"]);
+      } finally {
+        await batch.end();
+      }
     });
   });
 
@@ -211,5 +274,65 @@ describe.skipIf(!!unavailable)("PostgresStore as a ClusterStore (two nodes, two 
       expect(await a.removeRemoteMethod("rm2")).toBe(false);
       expect(await a.takeRemoteResult("rm2")).toEqual({ result: "2" });
     });
+  });
+});
+
+describe.skipIf(!!unavailable)("a cluster node's heartbeat", () => {
+  let cluster: PostgresCluster;
+  let url: string;
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    url = await cluster.createDatabase();
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("does not take a lease acquired while its renewal statement ran for a lost one", async () => {
+    const store = await PostgresStore.open(url);
+    // The renewal's answer is held back once: a lease taken meanwhile is missing from it.
+    let hold: { reached: () => void; release: Promise<void> } | null = null;
+    let nextRenewal: (() => void) | null = null;
+    const slowRenewal = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key !== "renewLeases") return Reflect.get(target, key, receiver);
+        return async (nodeId: string, ttlMs: number) => {
+          nextRenewal?.();
+          const renewed = await target.renewLeases(nodeId, ttlMs);
+          const held = hold;
+          hold = null;
+          if (held) {
+            held.reached();
+            await held.release;
+          }
+          return renewed;
+        };
+      },
+    });
+    const h = await createRuntimeHarness({ store: slowRenewal, settings: { cluster: { leaseSeconds: 1.5 } } });
+    try {
+      h.llm.enqueue(reply().text("first").stop());
+      const first = await h.runtime.sessions.create({ agent: "default" });
+      await (await h.runtime.sessions.send(first.id, "hold a lease")).result;
+
+      let release!: () => void;
+      const reached = new Promise<void>((resolve) => (hold = { reached: resolve, release: new Promise<void>((r) => (release = r)) }));
+      await reached;
+      let answer!: () => void;
+      h.llm.enqueue(reply().waitFor(new Promise<void>((r) => (answer = r))).text("second").stop());
+      const second = await h.runtime.sessions.create({ agent: "default" });
+      const receipt = await h.runtime.sessions.send(second.id, "take a lease now");
+      await h.llm.waitForRequests(2);
+      // Once the next heartbeat starts, the held one has judged every lease it knew.
+      const judged = new Promise<void>((resolve) => (nextRenewal = resolve));
+      release();
+      await judged;
+      answer();
+      const result = await receipt.result;
+      expect(result).toMatchObject({ stopReason: "stop", content: "second" });
+      expect(h.log.entries.filter((e) => e.message.includes("lost the lease"))).toEqual([]);
+    } finally {
+      await h.close();
+    }
   });
 });

@@ -198,6 +198,13 @@ export class ClusterNode implements RunGate {
     return value;
   }
 
+  async release(sessionId: string): Promise<void> {
+    const lease = this.held.get(sessionId);
+    if (!lease || this.closed) return;
+    this.held.delete(sessionId);
+    await this.deps.store.releaseLease(lease).catch((error) => this.deps.log.warn("could not give up an idle session's lease", { sessionId, error: String(error) }));
+  }
+
   /** A claim shared by every node: true for one node per (session, due time). */
   claimWakeup(sessionId: string, dueAt: number): Promise<boolean> {
     return this.deps.store.claimWakeup(sessionId, dueAt, this.nodeId);
@@ -229,9 +236,13 @@ export class ClusterNode implements RunGate {
 
   private async heartbeat(): Promise<void> {
     if (this.closed || this.held.size === 0) return;
+    // Only leases held before the statement ran can be missing from its answer: one taken
+    // (or given up) while it ran is not lost.
+    const before = new Map(this.held);
     const renewed = await this.deps.store.renewLeases(this.nodeId, this.ttlMs);
     const still = new Map(renewed.map((lease) => [lease.sessionId, lease]));
-    for (const [id, lease] of this.held) {
+    for (const [id, lease] of before) {
+      if (this.held.get(id) !== lease) continue;
       const now = still.get(id);
       if (!now || now.generation !== lease.generation) {
         // A run here is stopped through its fence (which drops the session); otherwise drop it now.

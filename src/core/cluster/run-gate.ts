@@ -28,6 +28,8 @@ export interface RunGate {
   openRun(sessionId: string): Promise<RunFence | undefined>;
   /** True while this node holds the session's lease (as far as it knows). */
   holds(sessionId: string): boolean;
+  /** Gives the idle session's lease up (its live state here is gone): any node may take it at its next message. */
+  release(sessionId: string): Promise<void>;
 }
 
 /** Messages sent here that no run here consumed: their senders get the owner's result instead. */

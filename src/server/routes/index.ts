@@ -5,7 +5,9 @@ import { dashboardRoutes } from "./dashboard.js";
 import { memoryRoutes } from "./memory.js";
 import { modelRoutes } from "./models.js";
 import { remoteMethodRoutes, streamTokenRoutes } from "./remote-methods.js";
+import { scheduleRoutes } from "./schedules.js";
 import { wakeupRoutes } from "./wakeups.js";
+import { webhookRoutes } from "./webhooks.js";
 
 /** Feature route modules beyond sessions and agents; each feature adds its own here. */
-export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];
+export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, scheduleRoutes, webhookRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];

@@ -19,8 +19,11 @@ export const CLUSTER_SQL = {
   renewLease: `UPDATE leases SET expires_at = clock_timestamp() + $4::double precision * interval '1 millisecond'
     WHERE session_id = $1 AND node_id = $2 AND generation = $3 AND NOT released
     RETURNING ${LEASE_COLUMNS}`,
+  // Row locks in session order, as a fenced event batch takes its share locks (fenced-sql.ts):
+  // two statements locking the same leases in different orders deadlock.
   renewLeases: `UPDATE leases SET expires_at = clock_timestamp() + $2::double precision * interval '1 millisecond'
-    WHERE node_id = $1 AND NOT released
+    WHERE session_id IN (SELECT session_id FROM leases WHERE node_id = $1 AND NOT released ORDER BY session_id FOR UPDATE)
+      AND node_id = $1 AND NOT released
     RETURNING ${LEASE_COLUMNS}`,
   releaseLease: `UPDATE leases SET released = true, expires_at = clock_timestamp()
     WHERE session_id = $1 AND node_id = $2 AND generation = $3 AND NOT released`,

@@ -111,8 +111,9 @@ const appendEvents = (fence: string) => `WITH bump AS (
       RETURNING gseq
     )
     SELECT array_agg(gseq ORDER BY gseq) AS gseqs, pg_notify('${CHANNELS.events}', MAX(gseq)::text) AS notified FROM added`;
-// Every lease of the batch: sessions $6, nodes $7, generations $8.
-const EVENTS_FENCE = "(SELECT bool_and(veil_fence(f.s, f.n, f.g)) FROM unnest($6::text[], $7::text[], $8::bigint[]) AS f (s, n, g))";
+// Every lease of the batch: sessions $6, nodes $7, generations $8, share-locked in session
+// order (as renewLeases locks them), so a heartbeat and a batch never deadlock.
+const EVENTS_FENCE = "(SELECT bool_and(veil_fence(f.s, f.n, f.g)) FROM (SELECT * FROM unnest($6::text[], $7::text[], $8::bigint[]) AS u (s, n, g) ORDER BY s) AS f)";
 
 export const FENCED_SQL = {
   insertMessage: insertMessage(""),

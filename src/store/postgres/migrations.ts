@@ -201,6 +201,64 @@ ALTER TABLE sessions ADD COLUMN ephemeral BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX sessions_activity ON sessions (updated_at);
 `;
 
+/** Schedules, their runs, inbound webhook receipts and outbound deliveries (SQLite's version 4). */
+const AUTOMATION = `
+CREATE TABLE schedules (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  cron TEXT,
+  every_seconds DOUBLE PRECISION,
+  session TEXT NOT NULL,
+  enabled BOOLEAN NOT NULL,
+  next_run_at BIGINT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  active_at BIGINT,
+  active_session_id TEXT,
+  active_node TEXT,
+  active_seen_at BIGINT
+);
+CREATE TABLE schedule_runs (
+  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  schedule_id TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+  at BIGINT NOT NULL,
+  session_id TEXT,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
+  error TEXT,
+  started_at TEXT,
+  finished_at TEXT NOT NULL
+);
+CREATE INDEX schedule_runs_schedule ON schedule_runs (schedule_id, at);
+CREATE TABLE webhook_receipts (
+  name TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (name, delivery_id)
+);
+CREATE TABLE webhook_deliveries (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  secret_env TEXT NOT NULL,
+  type TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at BIGINT NOT NULL,
+  last_status INTEGER,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  delivered_at TEXT
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
+`;
+
 /** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
@@ -208,6 +266,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
   { version: 4, name: "cluster: the lease fence inside single-statement writes", up: FENCE_FUNCTION },
   { version: 5, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
+  { version: 6, name: "schedules and webhooks", up: AUTOMATION },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

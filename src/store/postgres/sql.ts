@@ -1,3 +1,4 @@
+import { AUTOMATION_SQL } from "./automation-sql.js";
 import { CHANNELS } from "./channels.js";
 import { CLUSTER_SQL } from "./cluster-sql.js";
 import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
@@ -92,6 +93,7 @@ export const SQL = {
 
   ...CLUSTER_SQL,
   ...FENCED_SQL,
+  ...AUTOMATION_SQL,
 } as const;
 
 export type StatementName = keyof typeof SQL;

@@ -149,11 +149,71 @@ ALTER TABLE sessions ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_activity ON sessions (updated_at);
 `;
 
+/**
+ * Schedules, their runs, inbound webhook receipts and outbound deliveries. Due times are
+ * epoch ms (INTEGER) because claims compare them exactly.
+ */
+const AUTOMATION = `
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  cron TEXT,
+  every_seconds REAL,
+  session TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  next_run_at INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  active_at INTEGER,
+  active_session_id TEXT,
+  active_node TEXT,
+  active_seen_at INTEGER
+);
+CREATE TABLE schedule_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  schedule_id TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
+  at INTEGER NOT NULL,
+  session_id TEXT,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
+  error TEXT,
+  started_at TEXT,
+  finished_at TEXT NOT NULL
+);
+CREATE INDEX schedule_runs_schedule ON schedule_runs (schedule_id, at);
+CREATE TABLE webhook_receipts (
+  name TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (name, delivery_id)
+);
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  secret_env TEXT NOT NULL,
+  type TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_status INTEGER,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  delivered_at TEXT
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
+`;
+
 /** Ordered, append-only. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
   { version: 3, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
+  { version: 4, name: "schedules and webhooks", up: AUTOMATION },
 ];
 
 /**

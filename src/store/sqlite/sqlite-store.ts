@@ -32,7 +32,7 @@ import {
   type RawMessage,
   type RawSession,
 } from "../rows.js";
-import { SqliteSideTables } from "./side-tables.js";
+import { SqliteAutomationTables } from "./automation-tables.js";
 
 export interface SqliteStoreOptions {
   /** Source of timestamps. default: systemClock */
@@ -52,7 +52,7 @@ export interface SqliteStoreOptions {
  * promises so callers stay ready for a networked store). Several instances, in this
  * process or others, may share one file: WAL lets readers run beside the single writer.
  */
-export class SqliteStore extends SqliteSideTables implements Store {
+export class SqliteStore extends SqliteAutomationTables implements Store {
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
   private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => MessageRow;
   private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
