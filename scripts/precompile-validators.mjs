@@ -20,7 +20,8 @@ const { ChatBody, CloseBody, CreateBody, PatchBody } = await import("../dist/src
 const { CompletionBody } = await import("../dist/src/server/routes/completions.js");
 const { ArmBody } = await import("../dist/src/server/routes/wakeups.js");
 const { MintBody, ResultBody } = await import("../dist/src/server/routes/remote-methods.js");
-const bodies = [ChatBody, CloseBody, CreateBody, PatchBody, CompletionBody, ArmBody, MintBody, ResultBody];
+const { RevertBody, ForkBody } = await import("../dist/src/server/routes/checkpoints.js");
+const bodies = [ChatBody, CloseBody, CreateBody, PatchBody, CompletionBody, ArmBody, MintBody, ResultBody, RevertBody, ForkBody];
 if (bodies.some((schema) => !schema)) throw new Error("precompile-validators: a request-body schema is no longer exported where this script looks");
 
 const texts = [

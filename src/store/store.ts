@@ -1,4 +1,6 @@
 import type { Budget, ReasoningConfig } from "../config/types.js";
+import type { CheckpointStore } from "./checkpoints.js";
+export type * from "./checkpoints.js";
 
 /**
  * The persistence seam. SQLite implements it now (store/sqlite); PostgreSQL later.
@@ -34,6 +36,8 @@ export interface SessionRow {
   origin: string;
   /** Started by a one-shot caller and not continued since: closed once idle for limits.idleSessionTtl. */
   ephemeral: boolean;
+  /** The session this one was forked from (POST /sessions/:id/fork). */
+  forked_from: string | null;
   created_at: string;
   /** Last activity: a turn, a status change, usage. A title change does not count. */
   updated_at: string;
@@ -55,6 +59,7 @@ export type NewSession = Pick<SessionRow, "id" | "agent" | "mode"> &
       | "title"
       | "origin"
       | "ephemeral"
+      | "forked_from"
     >
   >;
 
@@ -107,6 +112,8 @@ export interface MessageRow {
   kind: string | null;
   /** Hidden from the model by a compaction; never deleted. */
   compacted: boolean;
+  /** Left out of the model's history by a revert; never deleted. */
+  reverted: boolean;
   created_at: string;
 }
 
@@ -180,7 +187,7 @@ export interface AuditRow {
   created_at: string;
 }
 
-export interface Store {
+export interface Store extends CheckpointStore {
   createSession(session: NewSession): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | undefined>;
   listSessions(filter?: SessionFilter): Promise<SessionRow[]>;

@@ -1,5 +1,6 @@
 import type { RouteModule } from "../context.js";
 import { openApiRoutes } from "../openapi.js";
+import { checkpointRoutes } from "./checkpoints.js";
 import { completionRoutes } from "./completions.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { memoryRoutes } from "./memory.js";
@@ -8,4 +9,4 @@ import { remoteMethodRoutes, streamTokenRoutes } from "./remote-methods.js";
 import { wakeupRoutes } from "./wakeups.js";
 
 /** Feature route modules beyond sessions and agents; each feature adds its own here. */
-export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];
+export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, checkpointRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];
