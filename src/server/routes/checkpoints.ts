@@ -7,7 +7,6 @@ import { sessionView } from "../../core/session-view.js";
 
 export const RevertBody = Type.Object({ messageId: Type.String({ minLength: 1 }) }, { additionalProperties: false });
 export const ForkBody = Type.Object({ messageId: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
-const UnrevertBody = Type.Object({}, { additionalProperties: false });
 
 /** A turn's checkpoint as clients see it (the stored hashes and modes stay inside). */
 export function publicCheckpoint(row: CheckpointRow) {
@@ -44,10 +43,7 @@ export function checkpointRoutes(app: Hono<AppEnv>, state: ServerState): void {
     return c.json(await sessions.revert(c.req.param("id"), body.messageId));
   });
 
-  app.post("/sessions/:id/unrevert", async (c) => {
-    await jsonBody(c, UnrevertBody);
-    return c.json(await sessions.unrevert(c.req.param("id")));
-  });
+  app.post("/sessions/:id/unrevert", async (c) => c.json(await sessions.unrevert(c.req.param("id"))));
 
   app.post("/sessions/:id/fork", async (c) => {
     const body = await jsonBody<Static<typeof ForkBody>>(c, ForkBody);
