@@ -10,8 +10,12 @@ import type { FileContent } from "../../store/store.js";
 
 const MIN_CHUNK = 2 * 1024;
 const MAX_CHUNK = 64 * 1024;
-/** 13 bits: a cut every ~8 KB past the minimum. */
-const CUT_MASK = (1 << 13) - 1;
+/**
+ * The top 13 bits: a cut every ~8 KB past the minimum. Bit k of a gear hash depends on the
+ * last k + 1 bytes only, so the high bits (the last 32 bytes) are the ones to test; low bits
+ * see so little of text that cuts become rare and chunks grow to the maximum.
+ */
+const CUT_MASK = 0xfff80000;
 
 /** 256 fixed pseudo-random words (xorshift32 from a fixed seed): the same cuts on every node and every run. */
 const GEAR = (() => {

@@ -1,4 +1,5 @@
-import { lstat, readdir } from "node:fs/promises";
+import { lstatSync, readdirSync } from "node:fs";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { join } from "node:path";
 
 /** What a scan records of a file: a change to any of these means its content or mode may have changed. */
@@ -29,8 +30,10 @@ export function sameStamp(a: FileStamp, b: FileStamp): boolean {
 /**
  * Every regular file under `root` (relative paths with "/"), with its stamp. Symbolic links,
  * sockets and the excluded folders are skipped; so are the folders in `skip` (absolute:
- * Veil's home when it lies inside the workspace, with the tracker's own state). The stats of one folder run at once on libuv's pool, so a
- * scan of thousands of files keeps the event loop free.
+ * Veil's home when it lies inside the workspace, with the tracker's own state). Each folder is read with
+ * synchronous calls (a promise per lstat costs several times the syscall, measured in
+ * bench/checkpoints.ts) and the loop gets a turn between folders, so other sessions' events
+ * wait at most one folder's stats.
  */
 export async function scanWorkspace(root: string, skip: ReadonlySet<string> = new Set()): Promise<Map<string, FileStamp>> {
   const found = new Map<string, FileStamp>();
@@ -39,7 +42,7 @@ export async function scanWorkspace(root: string, skip: ReadonlySet<string> = ne
     if (skip.has(dir)) return;
     let entries;
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       return; // removed while we looked
     }
@@ -51,13 +54,14 @@ export async function scanWorkspace(root: string, skip: ReadonlySet<string> = ne
         if (!EXCLUDED_DIRS.has(entry.name)) subdirs.push(path);
       } else if (entry.isFile()) files.push(path);
     }
-    await Promise.all(
-      files.map(async (path) => {
-        const stat = await lstat(join(root, path)).catch(() => null);
-        if (stat?.isFile() && stat.size <= MAX_TRACKED_BYTES) found.set(path, stampOf(stat));
-      }),
-    );
-    for (const sub of subdirs) await walk(sub);
+    for (const path of files) {
+      const stat = lstatSync(join(root, path), { throwIfNoEntry: false });
+      if (stat?.isFile() && stat.size <= MAX_TRACKED_BYTES) found.set(path, stampOf(stat));
+    }
+    for (const sub of subdirs) {
+      await nextTurn();
+      await walk(sub);
+    }
   };
   await walk("");
   return found;
