@@ -21,7 +21,8 @@ const { CompletionBody } = await import("../dist/src/server/routes/completions.j
 const { ArmBody } = await import("../dist/src/server/routes/wakeups.js");
 const { MintBody, ResultBody } = await import("../dist/src/server/routes/remote-methods.js");
 const { ScheduleBody, SchedulePatchBody } = await import("../dist/src/server/routes/schedules.js");
-const bodies = [ChatBody, CloseBody, CreateBody, PatchBody, CompletionBody, ArmBody, MintBody, ResultBody, ScheduleBody, SchedulePatchBody];
+const { RevertBody, ForkBody } = await import("../dist/src/server/routes/checkpoints.js");
+const bodies = [ChatBody, CloseBody, CreateBody, PatchBody, CompletionBody, ArmBody, MintBody, ResultBody, ScheduleBody, SchedulePatchBody, RevertBody, ForkBody];
 if (bodies.some((schema) => !schema)) throw new Error("precompile-validators: a request-body schema is no longer exported where this script looks");
 
 const texts = [

@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { trackerStateDir, WorkspaceTracker } from "./core/checkpoints/workspace-tracker.js";
 import type { AgentConfig, Settings, VeilConfig } from "./config/types.js";
 import { settingsHooksReader } from "./config/hooks-file.js";
 import { agentsStamp, loadAgents, loadConfig } from "./config/load.js";
@@ -169,7 +170,9 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     return { llm, wakeups, remoteMethods, selfAddress, ...options.toolServices, extensions: new Map([[MULTI_AGENT_SERVICE, multiAgent]]) };
   };
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks });
+  // What each turn changes in the workspace, seen by one tracker per runtime (sub-agents share the workspace).
+  const checkpoints = new WorkspaceTracker(config.paths.workspace, trackerStateDir(config.paths.homeDir, config.paths.workspace), [config.paths.homeDir]);
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, checkpoints });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
   const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) }) : null;

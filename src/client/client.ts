@@ -3,6 +3,7 @@ import type {
   Agent,
   ChatOptions,
   ChatReply,
+  Checkpoints,
   CloseManyResult,
   CompactionResult,
   CreateSchedule,
@@ -12,6 +13,7 @@ import type {
   Message,
   Schedule,
   ScheduleRun,
+  RevertResult,
   Session,
   SessionListFilter,
   Skill,
@@ -111,6 +113,14 @@ export class VeilClient {
     history: (id: string, page: { after?: number; limit?: number } = {}): Promise<VeilEvent[]> =>
       this.json("GET", `/sessions/${enc(id)}/events${query({ follow: "false", ...page })}`),
     todos: (id: string): Promise<{ id: string; content: string; status: string; priority?: string }[]> => this.json("GET", `/sessions/${enc(id)}/todos`),
+    /** The turns that changed files, and the revert an unrevert would undo. */
+    checkpoints: (id: string): Promise<Checkpoints> => this.json("GET", `/sessions/${enc(id)}/checkpoints`),
+    /** Puts the files the turns from `messageId` on changed back and takes those turns out of the model's history; 409 while the session runs. */
+    revert: (id: string, messageId: string): Promise<RevertResult> => this.json("POST", `/sessions/${enc(id)}/revert`, { messageId }),
+    /** Undoes the last revert while no message came since; else 409. */
+    unrevert: (id: string): Promise<RevertResult> => this.json("POST", `/sessions/${enc(id)}/unrevert`),
+    /** A new session with a copy of this one's history up to and including the turn of `messageId` (default: all). */
+    fork: (id: string, messageId?: string): Promise<Session> => this.json("POST", `/sessions/${enc(id)}/fork`, messageId === undefined ? {} : { messageId }),
   };
 
   /**

@@ -52,6 +52,8 @@ export interface Session {
   token_usage: TokenUsage;
   /** The session's spend in USD at models.json prices (0 when unpriced). */
   cost_usd: number;
+  /** The session this one was forked from. */
+  forked_from: string | null;
   created_at: string;
   updated_at: string;
   [extra: string]: unknown;
@@ -119,8 +121,34 @@ export interface Message {
   kind: string | null;
   /** Hidden from the model by a compaction (never deleted). */
   compacted: boolean;
+  /** Left out of the model's history by a revert (never deleted). */
+  reverted: boolean;
   created_at: string;
   [extra: string]: unknown;
+}
+
+export type FileChange = "added" | "modified" | "deleted";
+
+/** One turn that changed files (`GET /sessions/:id/checkpoints`). */
+export interface Checkpoint {
+  id: string;
+  /** The user message that started the turn. */
+  messageId: string;
+  createdAt: string;
+  files: { path: string; change: FileChange }[];
+}
+
+export interface Checkpoints {
+  /** Turns not reverted, oldest first. */
+  checkpoints: Checkpoint[];
+  /** The revert an unrevert would undo now, or null. */
+  revert: RevertResult | null;
+}
+
+/** What a revert (or unrevert) put back. */
+export interface RevertResult {
+  messageId: string;
+  files: { path: string; change: FileChange }[];
 }
 
 /** The answer of `POST /sessions/:id/compact`. */

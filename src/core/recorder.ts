@@ -8,6 +8,7 @@ import type { Attachment, ToolWrites } from "../tools/types.js";
 import type { ContextWriter } from "./compaction/session-context.js";
 import { eventInput } from "./event-input.js";
 import type { SessionWriter } from "./session-writer.js";
+import type { TurnCheckpoints } from "./checkpoints/turn-checkpoints.js";
 
 /** The meta `source` of the user rows that ask for a final answer matching the output schema. */
 export const OUTPUT_REPAIR_SOURCE = "output_schema";
@@ -29,6 +30,8 @@ export interface RecorderDeps {
   costOf?(usage: TokenUsage, model?: string): number | null;
   /** Where the session's model context is kept (compaction): told of every stored row and every call's usage. */
   context?: { addRow(row: MessageRow, attachments?: readonly Attachment[]): void; noteUsage(usage: TokenUsage): void };
+  /** What each turn of the run changed in the workspace becomes its checkpoint. */
+  checkpoints?: TurnCheckpoints;
 }
 
 /**
@@ -123,6 +126,7 @@ export class RunRecorder {
   /** The run starts: the session is running. */
   async started(): Promise<void> {
     await this.writer.setStatus("running", "run started");
+    await this.deps.checkpoints?.ready();
   }
 
   /**
@@ -140,7 +144,10 @@ export class RunRecorder {
       this.deps.context?.addRow(row);
       void this.writer.publish({ type: "chat.message", role: "user", id: row.id, session_id: this.sessionId, content: row.content, created_at: row.created_at });
     }
-    if (rows.length > 0) for (const o of this.deps.observers()) o.onDrained?.(rows);
+    if (rows.length > 0) {
+      await this.deps.checkpoints?.turnStarted(rows[0]!.id);
+      for (const o of this.deps.observers()) o.onDrained?.(rows);
+    }
     return rows;
   }
 
@@ -158,6 +165,8 @@ export class RunRecorder {
       options.log.warn("could not set session idle", { sessionId: this.sessionId, error: String(error) });
     }
     if (options.cut) await writer.closeDanglingCalls().catch(() => 0);
+    // Before chat.done: a client told the turn ended finds its checkpoint.
+    await this.deps.checkpoints?.settle().catch((error: unknown) => options.log.warn("could not checkpoint the turn", { sessionId: this.sessionId, error: String(error) }));
     await writer.publish({
       type: "chat.done",
       content: result.content,

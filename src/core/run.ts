@@ -8,6 +8,7 @@ import { RunRecorder, type RunObserver } from "./recorder.js";
 import { prepareRun, type PreparedRun, type RunSetupDeps } from "./run-setup.js";
 import { toolCallEvents } from "./tool-calls.js";
 import { SessionWriter } from "./session-writer.js";
+import { TurnCheckpoints } from "./checkpoints/turn-checkpoints.js";
 import { ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
 import { stopHook } from "./session-hooks.js";
 import type { RunFence } from "./cluster/fencing.js";
@@ -57,6 +58,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     observers: () => host.recorderObservers(id),
     costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? ""),
     context: live.context,
+    ...(host.deps.checkpoints ? { checkpoints: new TurnCheckpoints({ tracker: host.deps.checkpoints, store: writer.store, sessionId: id, ids: host.deps.ids, log }) } : {}),
   });
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
   live.inbox.arrived();

@@ -20,6 +20,7 @@ import { renameSession, titleFromFirstMessage } from "./session-title.js";
 import { SessionTeardown } from "./session-teardown.js";
 import { runInbox } from "./inbox-drain.js";
 import { executeRun, type RunHost } from "./run.js";
+import { copyHistory, forkRows, revertTurns, unrevertLast, type RevertDeps, type RevertOutcome } from "./checkpoints/revert.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
@@ -215,6 +216,44 @@ export class SessionManager {
     for (const listener of this.resumeListeners) await listener(id);
     if (!live.run && (await this.deps.store.listInbox(id)).length > 0) this.startRun(id, {});
     return row;
+  }
+
+  /**
+   * Puts the files the turns from `messageId` on changed back and takes those turns out of
+   * the model's history (their rows stay, flagged reverted). SESSION_BUSY while it runs.
+   */
+  async revert(id: string, messageId: string): Promise<RevertOutcome> {
+    const deps = await this.checkpointDeps(id);
+    const outcome = await revertTurns(deps, id, messageId);
+    // An engine that keeps its own conversation starts again from the history as it is now.
+    await this.writer(id).saveEngineState(null);
+    return outcome;
+  }
+
+  /** Undoes the last revert while no message came since (else CONFLICT). */
+  async unrevert(id: string): Promise<RevertOutcome> {
+    const deps = await this.checkpointDeps(id);
+    const outcome = await unrevertLast(deps, id);
+    await this.writer(id).saveEngineState(null);
+    return outcome;
+  }
+
+  /** A new top-level session of the same agent, model and mode whose history is a copy up to and including the turn of `messageId`. */
+  async fork(id: string, messageId?: string): Promise<SessionRow> {
+    const source = await this.get(id);
+    const rows = forkRows(await this.deps.store.listMessages(id), messageId);
+    const fork = await this.create({ agent: source.agent, mode: source.mode, model: source.model, reasoning: source.reasoning, budget_override: source.budget_override, forked_from: id });
+    await copyHistory(this.deps.store, this.deps.ids, rows, fork.id);
+    return fork;
+  }
+
+  private async checkpointDeps(id: string): Promise<RevertDeps> {
+    const session = await this.get(id);
+    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
+    if (this.isRunning(id) || session.status === "running") throw new VeilError("SESSION_BUSY", `session "${id}" is running; wait for its turn to end (or cancel it) first`);
+    const tracker = this.deps.checkpoints;
+    if (!tracker) throw new VeilError("CONFIG_ERROR", "checkpoints are not kept by this runtime");
+    return { store: this.deps.store, tracker, ids: this.deps.ids };
   }
 
   /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */

@@ -6,6 +6,7 @@ import type { HookRunner } from "./hooks.js";
 import type { ToolServices } from "../tools/services.js";
 import type { RunSetupDeps } from "./run-setup.js";
 import type { SessionManager } from "./session-manager.js";
+import type { WorkspaceTracker } from "./checkpoints/workspace-tracker.js";
 
 export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   /**
@@ -20,6 +21,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   llm: LlmClient;
   /** Lifecycle hooks; absent: none. */
   hooks?: HookRunner;
+  /** Sees what each turn changed in the workspace (checkpoints); absent: no checkpoints. */
+  checkpoints?: WorkspaceTracker;
 }
 
 export interface CreateSessionInput {
@@ -41,6 +44,7 @@ export interface CreateSessionInput {
   origin?: string;
   /** A one-shot caller's session: closed once idle for limits.idleSessionTtl unless continued. */
   ephemeral?: boolean;
+  forked_from?: string | null;
 }
 
 export interface SendOptions {

@@ -27,6 +27,7 @@ function publicRow(row: SessionRow, contextWindow: number) {
     context_window: contextWindow,
     token_usage: row.token_usage,
     cost_usd: row.cost_usd,
+    forked_from: row.forked_from,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -8,6 +8,7 @@ import { MintBody, ResultBody } from "./routes/remote-methods.js";
 import { ChatBody, CloseBody, CreateBody, PatchBody } from "./routes/sessions.js";
 import { ScheduleBody, SchedulePatchBody } from "./routes/schedules.js";
 import { ArmBody } from "./routes/wakeups.js";
+import { ForkBody, RevertBody } from "./routes/checkpoints.js";
 
 /**
  * `GET /openapi.json`: OpenAPI 3.1 for every route the app has registered. The paths come
@@ -69,11 +70,15 @@ const SessionSchema = Type.Object(
     context_window: Type.Integer({ description: "the window of the model the next turn would use (models.json, else the built-in catalogue, else 128000)" }),
     token_usage: TokenUsage,
     cost_usd: Type.Number({ description: "the session's spend in USD at models.json prices (0 when unpriced)" }),
+    forked_from: Type.Union([Type.String(), Type.Null()], { description: "the session this one was forked from" }),
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
   },
   { additionalProperties: true },
 );
+
+const FileChangeSchema = Type.Object({ path: Type.String(), change: Type.Union([Type.Literal("added"), Type.Literal("modified"), Type.Literal("deleted")]) });
+const RevertAnswer = Type.Object({ messageId: Type.String(), files: Type.Array(FileChangeSchema) });
 
 const ChatReply = Type.Object(
   {
@@ -236,6 +241,14 @@ const DOCS: Record<string, Doc> = {
     query: { ...SESSION_EVENTS_QUERY, follow: "false: answer the stored events after `after` as JSON and end", after: "with follow=false: events after this seq (default 0)", limit: "with follow=false: at most this many (default 1000, max 10000)" },
     response: ListOf(EventSchema),
   },
+  "GET /sessions/:id/checkpoints": {
+    summary: "the turns that changed files (not reverted, oldest first) and the revert an unrevert would undo",
+    tag: "checkpoints",
+    response: Type.Object({ checkpoints: ListOf(Type.Object({ id: Type.String(), messageId: Type.String(), createdAt: Type.String({ format: "date-time" }), files: ListOf(FileChangeSchema) })), revert: Type.Union([RevertAnswer, Type.Null()]) }),
+  },
+  "POST /sessions/:id/revert": { summary: "put back every file the turns from messageId on changed, and take those turns out of the model's history (409 SESSION_BUSY while running)", tag: "checkpoints", body: RevertBody, response: RevertAnswer },
+  "POST /sessions/:id/unrevert": { summary: "undo the last revert while no message came since (else 409 CONFLICT)", tag: "checkpoints", response: RevertAnswer },
+  "POST /sessions/:id/fork": { summary: "a new session with this one's agent, model and mode and a copy of its history up to and including the turn of messageId (default: all); 201", tag: "checkpoints", body: ForkBody, status: 201, response: SessionSchema },
   "GET /sessions/:id/wakeup": { summary: "the wake-up schedule", tag: "wake-ups", response: AnyObject },
   "POST /sessions/:id/wakeup": { summary: "arm (or with time \"0\" cancel) the wake-up", tag: "wake-ups", body: ArmBody, response: AnyObject },
   "DELETE /sessions/:id/wakeup": { summary: "cancel the wake-up", tag: "wake-ups", response: AnyObject },

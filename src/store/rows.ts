@@ -9,6 +9,7 @@ import type {
   ToolCallRow,
   WakeupRow,
 } from "./store.js";
+import type { CheckpointFile, CheckpointRow } from "./checkpoints.js";
 
 /*
  * The row converters of every driver. Both schemas have the same columns with JSON kept as
@@ -43,6 +44,7 @@ export interface RawSession extends TokenUsage {
   title: string | null;
   origin: string;
   ephemeral: Flag;
+  forked_from: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -61,6 +63,7 @@ export interface RawMessage {
   meta: string | null;
   kind: string | null;
   compacted: Flag;
+  reverted: Flag;
   created_at: string;
 }
 
@@ -115,6 +118,7 @@ export function sessionFromRaw(raw: RawSession): SessionRow {
     title: raw.title,
     origin: raw.origin,
     ephemeral: flag(raw.ephemeral),
+    forked_from: raw.forked_from ?? null,
     created_at: raw.created_at,
     updated_at: raw.updated_at,
   };
@@ -135,6 +139,7 @@ export function messageFromRaw(raw: RawMessage): MessageRow {
     meta: fromJson<Record<string, unknown>>(raw.meta),
     kind: raw.kind,
     compacted: flag(raw.compacted),
+    reverted: flag(raw.reverted),
     created_at: raw.created_at,
   };
 }
@@ -153,3 +158,41 @@ export function auditFromRaw(raw: RawAudit): AuditRow {
 
 export type RawToolCall = ToolCallRow;
 export type RawTodo = TodoItem;
+
+export interface RawCheckpoint {
+  id: string;
+  session_id: string;
+  message_id: string;
+  kind: CheckpointRow["kind"];
+  reverted: Flag;
+  data: string | null;
+  created_at: string;
+}
+
+export interface RawCheckpointFile {
+  checkpoint_id: string;
+  path: string;
+  change: CheckpointFile["change"];
+  before_hash: string | null;
+  before_mode: number | null;
+}
+
+/** Checkpoint rows with their files (read in one query for the whole session). */
+export function checkpointsFromRaw(rows: readonly RawCheckpoint[], files: readonly RawCheckpointFile[]): CheckpointRow[] {
+  const byCheckpoint = new Map<string, CheckpointFile[]>();
+  for (const f of files) {
+    const list = byCheckpoint.get(f.checkpoint_id) ?? [];
+    list.push({ path: f.path, change: f.change, before_hash: f.before_hash, before_mode: f.before_mode === null ? null : Number(f.before_mode) });
+    byCheckpoint.set(f.checkpoint_id, list);
+  }
+  return rows.map((raw) => ({
+    id: raw.id,
+    session_id: raw.session_id,
+    message_id: raw.message_id,
+    kind: raw.kind,
+    reverted: flag(raw.reverted),
+    data: fromJson(raw.data),
+    created_at: raw.created_at,
+    files: byCheckpoint.get(raw.id) ?? [],
+  }));
+}

@@ -1,4 +1,6 @@
 import type { Budget, ReasoningConfig } from "../config/types.js";
+import type { CheckpointStore } from "./checkpoints.js";
+export type * from "./checkpoints.js";
 
 /**
  * The persistence seam. SQLite implements it now (store/sqlite); PostgreSQL later.
@@ -36,6 +38,8 @@ export interface SessionRow {
   origin: string;
   /** Started by a one-shot caller and not continued since: closed once idle for limits.idleSessionTtl. */
   ephemeral: boolean;
+  /** The session this one was forked from (POST /sessions/:id/fork). */
+  forked_from: string | null;
   created_at: string;
   /** Last activity: a turn, a status change, usage. A title change does not count. */
   updated_at: string;
@@ -57,6 +61,7 @@ export type NewSession = Pick<SessionRow, "id" | "agent" | "mode"> &
       | "title"
       | "origin"
       | "ephemeral"
+      | "forked_from"
     >
   >;
 
@@ -109,6 +114,8 @@ export interface MessageRow {
   kind: string | null;
   /** Hidden from the model by a compaction; never deleted. */
   compacted: boolean;
+  /** Left out of the model's history by a revert; never deleted. */
+  reverted: boolean;
   created_at: string;
 }
 
@@ -182,7 +189,7 @@ export interface AuditRow {
   created_at: string;
 }
 
-export interface Store extends AutomationStore {
+export interface Store extends AutomationStore, CheckpointStore {
   createSession(session: NewSession): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | undefined>;
   listSessions(filter?: SessionFilter): Promise<SessionRow[]>;

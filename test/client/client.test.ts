@@ -307,6 +307,23 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     } finally {
       llm.respond(null);
     }
+  it("checkpoints, revert, unrevert and fork", async () => {
+    const session = await veil.sessions.create();
+    llm.enqueue(reply().tool("write_file", { file: join(ws.root, "client-made.txt"), content: "made\n" }).stop(), reply().text("made").stop());
+    await veil.chat(session.id, "make a file");
+    const { checkpoints, revert } = await veil.sessions.checkpoints(session.id);
+    expect(revert).toBeNull();
+    expect(checkpoints).toEqual([expect.objectContaining({ files: [{ path: "client-made.txt", change: "added" }] })]);
+    const messageId = checkpoints[0]!.messageId;
+    expect(await veil.sessions.revert(session.id, messageId)).toEqual({ messageId, files: [{ path: "client-made.txt", change: "added" }] });
+    expect((await veil.sessions.messages(session.id)).every((m) => m.reverted)).toBe(true);
+    expect((await veil.sessions.checkpoints(session.id)).revert).toMatchObject({ messageId });
+    await veil.sessions.unrevert(session.id);
+    expect((await veil.sessions.checkpoints(session.id)).checkpoints).toHaveLength(1);
+    await expect(veil.sessions.unrevert(session.id)).rejects.toMatchObject({ status: 409, code: "CONFLICT" });
+    const fork = await veil.sessions.fork(session.id, messageId);
+    expect(fork.forked_from).toBe(session.id);
+    expect((await veil.sessions.messages(fork.id)).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 
   it("stream tokens: mint, and revoke", async () => {

@@ -9,6 +9,7 @@ import {
   type TokenUsage,
   type WakeupRow,
 } from "../../src/store/store.js";
+import { checkpointConformance } from "./checkpoint-store.js";
 
 /**
  * What a conformance run needs from an implementation. The factory must return a fresh,
@@ -67,6 +68,8 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
       content: `text of ${id}`,
       ...extra,
     });
+
+    checkpointConformance(() => store);
 
     describe("sessions", () => {
       it("creates a session with defaults and reads it back unchanged", async () => {
@@ -265,6 +268,7 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
           meta: null,
           kind: null,
           compacted: false,
+          reverted: false,
           created_at: a.created_at,
         });
         expect(a.created_at).toMatch(ISO);

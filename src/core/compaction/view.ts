@@ -14,6 +14,7 @@ import { userContentOfRow } from "../chat-content.js";
 export type HistoryRow = Pick<MessageRow, "id" | "seq" | "role" | "content" | "thinking" | "tool_calls" | "tool_call_id" | "meta"> & {
   kind?: string | null;
   compacted?: boolean | null;
+  reverted?: boolean | null;
   /** Images or audio a tool returned in this process (never stored): shown with the result until it is pruned. */
   attachments?: readonly Attachment[];
 };
@@ -43,6 +44,11 @@ export function compactionStateFromRows(rows: readonly HistoryRow[]): Compaction
   const compacted = new Set<string>();
   const pruned = new Set<string>();
   for (const row of rows) {
+    // A reverted row (and a reverted summary) is out of the model's history altogether.
+    if (row.reverted === true) {
+      compacted.add(row.id);
+      continue;
+    }
     if (isSummaryRow(row)) {
       summary = { id: row.id, content: row.content ?? "" };
       continue;

@@ -1,5 +1,6 @@
 import type { RouteModule } from "../context.js";
 import { openApiRoutes } from "../openapi.js";
+import { checkpointRoutes } from "./checkpoints.js";
 import { completionRoutes } from "./completions.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { memoryRoutes } from "./memory.js";
@@ -10,4 +11,4 @@ import { wakeupRoutes } from "./wakeups.js";
 import { webhookRoutes } from "./webhooks.js";
 
 /** Feature route modules beyond sessions and agents; each feature adds its own here. */
-export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, scheduleRoutes, webhookRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];
+export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, checkpointRoutes, scheduleRoutes, webhookRoutes, remoteMethodRoutes, streamTokenRoutes, openApiRoutes, dashboardRoutes];

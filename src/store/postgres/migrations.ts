@@ -259,6 +259,43 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHER
 CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
 `;
 
+/** Checkpoints of turns, as the SQLite store's step 5 (a file's chunks in file_chunks, each chunk once in chunks). */
+const CHECKPOINTS = `
+CREATE TABLE checkpoints (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  message_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('turn', 'revert')),
+  reverted BOOLEAN NOT NULL DEFAULT false,
+  data TEXT,
+  created_at TEXT NOT NULL,
+  pos BIGINT GENERATED ALWAYS AS IDENTITY
+);
+CREATE INDEX checkpoints_session ON checkpoints (session_id, pos);
+CREATE TABLE checkpoint_files (
+  checkpoint_id TEXT NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  change TEXT NOT NULL CHECK (change IN ('added', 'modified', 'deleted')),
+  before_hash TEXT,
+  before_mode INTEGER,
+  PRIMARY KEY (checkpoint_id, path)
+);
+CREATE INDEX checkpoint_files_hash ON checkpoint_files (before_hash);
+CREATE TABLE file_chunks (
+  file_hash TEXT NOT NULL,
+  pos INTEGER NOT NULL,
+  chunk_hash TEXT NOT NULL,
+  PRIMARY KEY (file_hash, pos)
+);
+CREATE INDEX file_chunks_chunk ON file_chunks (chunk_hash);
+CREATE TABLE chunks (
+  hash TEXT PRIMARY KEY,
+  data BYTEA NOT NULL
+);
+ALTER TABLE messages ADD COLUMN reverted BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE sessions ADD COLUMN forked_from TEXT;
+`;
+
 /** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
@@ -267,6 +304,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 4, name: "cluster: the lease fence inside single-statement writes", up: FENCE_FUNCTION },
   { version: 5, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
   { version: 6, name: "schedules and webhooks", up: AUTOMATION },
+  { version: 7, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

@@ -20,7 +20,7 @@ import type {
 import type { Lease } from "../cluster.js";
 import type { Database, Queryable } from "./database.js";
 import type { FenceableStatement } from "./fenced-sql.js";
-import { PgAutomationTables } from "./pg-automation-tables.js";
+import { PgCheckpointTables } from "./pg-checkpoints.js";
 import { updateSessionFence } from "./fenced-sql.js";
 import { inboxFromRaw, messageFromRaw, sessionFromRaw, toJson, type RawInbox, type RawMessage, type RawSession } from "../rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
@@ -34,7 +34,7 @@ import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js"
  * statement, fenced-sql.ts; the rest in a transaction that share-locks the lease row first)
  * and fails with LEASE_LOST once another node has taken the session.
  */
-export class PgStore extends PgAutomationTables implements Store {
+export class PgStore extends PgCheckpointTables implements Store {
   constructor(db: Database, clock: Clock, lease?: Lease, ownsPool = true) {
     super(db, clock, lease, ownsPool);
   }
@@ -58,6 +58,7 @@ export class PgStore extends PgAutomationTables implements Store {
         session.title ?? null,
         session.origin ?? "api",
         session.ephemeral ?? false,
+        session.forked_from ?? null,
       ]),
     );
     return sessionFromRaw(rows[0]!);
@@ -282,6 +283,7 @@ export class PgStore extends PgAutomationTables implements Store {
       meta: message.meta ?? null,
       kind: message.kind ?? null,
       compacted: false,
+      reverted: false,
       created_at: this.nowIso(),
     };
     const { rows } = await this.runFenced<{ seq: number }>(on, statement, row.session_id, [

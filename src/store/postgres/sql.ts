@@ -10,16 +10,16 @@ import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
 
 const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth, instance_name, model, reasoning,
   budget_override, objective, success_criteria, prompt_tokens, completion_tokens, total_tokens, cached_tokens,
-  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, title, origin, ephemeral, created_at, updated_at`;
-const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, created_at";
+  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, title, origin, ephemeral, forked_from, created_at, updated_at`;
+const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, reverted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
 
 export { CHANNELS };
 
 export const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $13, $13)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at, forked_from)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $13, $13, $17)
     RETURNING ${SESSION_COLUMNS}`,
   getSession: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`,
   // $3 is folded to lower case already; LIMIT NULL is no limit.

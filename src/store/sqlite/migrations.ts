@@ -208,12 +208,52 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_
 CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
 `;
 
+/**
+ * Checkpoints of turns (store/checkpoints.ts): a file's content is the list of its chunks
+ * (file_chunks), each chunk stored once by its hash (chunks); rows flagged reverted stay.
+ */
+const CHECKPOINTS = `
+CREATE TABLE checkpoints (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  message_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('turn', 'revert')),
+  reverted INTEGER NOT NULL DEFAULT 0,
+  data TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX checkpoints_session ON checkpoints (session_id);
+CREATE TABLE checkpoint_files (
+  checkpoint_id TEXT NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  change TEXT NOT NULL CHECK (change IN ('added', 'modified', 'deleted')),
+  before_hash TEXT,
+  before_mode INTEGER,
+  PRIMARY KEY (checkpoint_id, path)
+);
+CREATE INDEX checkpoint_files_hash ON checkpoint_files (before_hash);
+CREATE TABLE file_chunks (
+  file_hash TEXT NOT NULL,
+  pos INTEGER NOT NULL,
+  chunk_hash TEXT NOT NULL,
+  PRIMARY KEY (file_hash, pos)
+);
+CREATE INDEX file_chunks_chunk ON file_chunks (chunk_hash);
+CREATE TABLE chunks (
+  hash TEXT PRIMARY KEY,
+  data BLOB NOT NULL
+);
+ALTER TABLE messages ADD COLUMN reverted INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN forked_from TEXT;
+`;
+
 /** Ordered, append-only. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
   { version: 2, name: "event log, cost, compaction flags", up: EVENT_LOG },
   { version: 3, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
   { version: 4, name: "schedules and webhooks", up: AUTOMATION },
+  { version: 5, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
 ];
 
 /**

@@ -32,7 +32,7 @@ import {
   type RawMessage,
   type RawSession,
 } from "../rows.js";
-import { SqliteAutomationTables } from "./automation-tables.js";
+import { SqliteCheckpointTables } from "./sqlite-checkpoints.js";
 
 export interface SqliteStoreOptions {
   /** Source of timestamps. default: systemClock */
@@ -52,7 +52,7 @@ export interface SqliteStoreOptions {
  * promises so callers stay ready for a networked store). Several instances, in this
  * process or others, may share one file: WAL lets readers run beside the single writer.
  */
-export class SqliteStore extends SqliteAutomationTables implements Store {
+export class SqliteStore extends SqliteCheckpointTables implements Store {
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
   private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => MessageRow;
   private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
@@ -150,6 +150,7 @@ export class SqliteStore extends SqliteAutomationTables implements Store {
         title: session.title ?? null,
         origin: session.origin ?? "api",
         ephemeral: session.ephemeral ? 1 : 0,
+        forked_from: session.forked_from ?? null,
         now: this.nowIso(),
       }) as RawSession;
       return sessionFromRaw(raw);
@@ -391,6 +392,7 @@ export class SqliteStore extends SqliteAutomationTables implements Store {
       meta: message.meta ?? null,
       kind: message.kind ?? null,
       compacted: false,
+      reverted: false,
       created_at: this.nowIso(),
     };
     let seq: number;
@@ -402,6 +404,7 @@ export class SqliteStore extends SqliteAutomationTables implements Store {
           token_usage: toJson(row.token_usage),
           meta: toJson(row.meta),
           compacted: undefined,
+          reverted: undefined,
         }) as { seq: number }
       ).seq;
     } catch (error) {

@@ -3,9 +3,9 @@ import type Database from "better-sqlite3";
 /** Every statement the store runs, as SQL; prepared once per connection. */
 const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, forked_from, created_at, updated_at)
     VALUES (@id, @agent, @mode, @status, @parent_session_id, @spawn_depth, @instance_name,
-      @model, @reasoning, @budget_override, @objective, @success_criteria, @title, @origin, @ephemeral, @now, @now)
+      @model, @reasoning, @budget_override, @objective, @success_criteria, @title, @origin, @ephemeral, @forked_from, @now, @now)
     RETURNING *`,
   getSession: "SELECT * FROM sessions WHERE id = ?",
   // veil_fold: JavaScript's toLowerCase (SQLite's lower() folds ASCII only); @query is folded already.
