@@ -6,6 +6,7 @@ import type { HookRunner } from "./hooks.js";
 import type { ToolServices } from "../tools/services.js";
 import type { RunSetupDeps } from "./run-setup.js";
 import type { SessionManager } from "./session-manager.js";
+import type { SessionPlacement } from "./placement.js";
 
 export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   /**
@@ -20,6 +21,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   llm: LlmClient;
   /** Lifecycle hooks; absent: none. */
   hooks?: HookRunner;
+  /** Where sessions run and what their writes go through, chosen at start (singleNodePlacement, or a cluster node). */
+  placement: SessionPlacement;
 }
 
 export interface CreateSessionInput {
