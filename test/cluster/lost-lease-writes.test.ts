@@ -15,16 +15,17 @@ import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js
 const unavailable = postgresUnavailable();
 
 /** A tool that waits until the test lets it go, then (`writes`) sets its session's todos and publishes todo.updated. */
-function heldTool(writes: boolean) {
+function heldTool(writes: boolean, as: { name?: string; reaches?: () => string } = {}) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let entered!: () => void;
   const started = new Promise<void>((resolve) => (entered = resolve));
   const seen: { todos?: string; event?: string } = {};
   const tool = defineTool({
-    name: "held_tool",
+    name: as.name ?? "held_tool",
     description: "waits, then sets the todos",
     params: Type.Object({}),
+    ...(as.reaches ? { reaches: as.reaches } : {}),
     async execute(_input, ctx) {
       entered();
       await released;
@@ -56,6 +57,7 @@ async function stored(url: string, sessionId: string) {
     toolRows: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND role = 'tool'", [sessionId])).rows,
     compacted: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND compacted", [sessionId])).rows,
     eventTypes: (await client.query("SELECT type FROM events WHERE session_id = $1 ORDER BY gseq", [sessionId])).rows.map((r) => r.type as string),
+    metaKeys: (await client.query("SELECT key FROM session_meta WHERE session_id = $1 ORDER BY key", [sessionId])).rows.map((r) => r.key as string),
   }));
 }
 
@@ -180,5 +182,30 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     expect(after.summaries).toEqual([]);
     expect(after.compacted).toEqual([]);
     expect(after.eventTypes).toEqual(before.eventTypes);
+  }, 60_000);
+
+  it("cannot mark the nested AGENTS.md it gave with a file tool's result", async () => {
+    // A file tool: its result reaches sub/, whose AGENTS.md it would carry.
+    const held = heldTool(false, { name: "held_reader", reaches: () => "sub/notes.txt" });
+    h = await createRuntimeHarness({
+      store: await PostgresStore.open(url),
+      builtins: [...allBuiltinTools(), held.tool],
+      settings: { cluster: { leaseSeconds: 600 } },
+      files: { "sub/AGENTS.md": "sub rules", "sub/notes.txt": "notes" },
+    });
+    const { sessions } = h.runtime;
+    const session = await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().tool("held_reader", {}).stop(), reply().text("not reached").stop());
+    const sent = await sessions.send(session.id, "read the notes");
+    await held.started;
+
+    // The tool ends after the takeover: marking sub/AGENTS.md as given is the run's write, refused.
+    await takeLease(url, session.id);
+    held.release();
+    expect((await sent.result).error?.code).toBe("LEASE_LOST");
+    await sessions.waitIdle(session.id);
+    const after = await stored(url, session.id);
+    expect(after.metaKeys).not.toContain("nestedInstructions");
+    expect(after.toolRows).toEqual([]);
   }, 60_000);
 });
