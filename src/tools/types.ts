@@ -4,7 +4,7 @@ import type { TSchema, Static } from "../schema.js";
 import type { AgentConfig, ModelInfo, Settings, VeilPaths } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
 import type { VeilEventBody } from "../base/events.js";
-import type { TodoItem } from "../store/store.js";
+import type { TodoItem, WakeupRow } from "../store/store.js";
 import type { ContentPart } from "../llm/types.js";
 
 /** A multimodal piece returned by a tool; reaches the model, never the store. */
@@ -56,10 +56,18 @@ export type ToolEventBody = Extract<VeilEventBody, { type: "todo.updated" | "san
  * rows) and its events, nothing else. The run's recorder hands these out over the run's
  * fenced store, so a node that lost the session's lease can write none of them.
  */
+/** Writes one session's wake-up row. */
+export interface WakeupRowWrites {
+  set(row: WakeupRow): Promise<void>;
+  delete(): Promise<void>;
+}
+
 export interface ToolWrites {
   todos: { get(): Promise<TodoItem[]>; set(todos: TodoItem[]): Promise<void> };
   /** The durable half of the must-have-read gate (survives a restart). */
   readMarkers: { mark(path: string): Promise<void>; has(path: string): Promise<boolean> };
+  /** Its session's stored wake-up row (the wake-up service arms the timer; the row is the run's write). */
+  wakeupRow: WakeupRowWrites;
   /** An audit row of this session (memory_write, log_write). */
   audit(kind: string, data: Record<string, unknown>): Promise<void>;
   /** Streams live output as `tool.chunk`. */
