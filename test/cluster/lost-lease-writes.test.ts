@@ -10,6 +10,8 @@ import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { defineTool } from "../../src/tools/define.js";
 import { scheduleWakeup } from "../../src/tools/builtin/schedule-wakeup.js";
 import type { ToolContext } from "../../src/tools/types.js";
+import { agentControl } from "../../src/core/agents/tools/agent-control.js";
+import { recordContact } from "../../src/core/agents/counters.js";
 import { reply } from "../helpers/fake-llm.js";
 import { emptyDatabase, postgresUnavailable, startPostgres, withClient, type PostgresCluster } from "../helpers/postgres.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
@@ -192,10 +194,10 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
   }, 60_000);
 
   /** A run whose one call (`held`) ends after another node took the session; the run ends LEASE_LOST. Returns the session's id. */
-  async function endHeldCallAfterTakeover(held: ReturnType<typeof heldTool>, files: Record<string, string> = {}): Promise<string> {
-    h = await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } }, files });
+  async function endHeldCallAfterTakeover(held: ReturnType<typeof heldTool>, files: Record<string, string> = {}, sessionId?: string): Promise<string> {
+    h ??= await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } }, files });
     const { sessions } = h.runtime;
-    const session = await sessions.create({ agent: "default" });
+    const session = sessionId ? await sessions.get(sessionId) : await sessions.create({ agent: "default" });
     h.llm.enqueue(reply().tool(held.tool.name, {}).stop(), reply().text("not reached").stop());
     const sent = await sessions.send(session.id, "go");
     await held.started;
@@ -222,5 +224,26 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     const session = await endHeldCallAfterTakeover(held);
     expect(held.seen.then).toBe("LEASE_LOST");
     expect((await stored(url, session)).wakeups).toEqual([]);
+  }, 60_000);
+
+  it("cannot change its child's budget or its contact marks on the child (writes of another session)", async () => {
+    const refused: string[] = [];
+    let childId = "";
+    const held = heldTool(false, {
+      then: async (ctx) => {
+        const control = agentControl.execute({ sessionId: childId, action: "update-session", params: { budget_override: { max_iterations: 3 } } }, ctx);
+        const contact = recordContact(h!.runtime.store, ctx.otherSessions, childId, ctx.sessionId, new Date().toISOString());
+        for (const outcome of await Promise.allSettled([control, contact])) refused.push(outcome.status === "rejected" ? ((outcome.reason as { code?: string }).code ?? String(outcome.reason)) : "written");
+      },
+    });
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } } });
+    const caller = await h.runtime.sessions.create({ agent: "default" });
+    childId = (await h.runtime.sessions.create({ agent: "default", parent_session_id: caller.id, spawn_depth: 1, instance_name: "child" })).id;
+
+    await endHeldCallAfterTakeover(held, {}, caller.id);
+    expect(refused).toEqual(["LEASE_LOST", "LEASE_LOST"]);
+    const child = await withClient(url, async (client) => (await client.query("SELECT budget_override FROM sessions WHERE id = $1", [childId])).rows[0]);
+    expect(child.budget_override).toBeNull();
+    expect((await stored(url, childId)).metaKeys).toEqual([]);
   }, 60_000);
 });
