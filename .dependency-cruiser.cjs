@@ -33,6 +33,13 @@ module.exports = {
       from: { path: "^src/store/(sqlite|postgres)/" },
       to: { path: "^src/store/(sqlite|postgres)/", pathNot: "^src/store/$1/" },
     },
+    {
+      name: "cluster-wraps",
+      comment: "the cluster wraps the single-node core (its placement, fences and event-log writer are chosen in runtime.ts); core outside core/cluster never imports it",
+      severity: "error",
+      from: { path: "^src/core/", pathNot: "^src/core/cluster/" },
+      to: { path: "^src/core/cluster/" },
+    },
     { name: "no-circular", severity: "error", from: { path: "^src/" }, to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } }, comment: "value imports never form a cycle (type-only cycles are erased at build)" },
   ],
   options: {

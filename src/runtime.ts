@@ -13,6 +13,9 @@ import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode, newNodeId } from "./core/cluster/node.js";
 import { ClusterRemoteMethods } from "./core/cluster/remote-methods.js";
 import { DeltaRelayBus } from "./core/cluster/delta-relay.js";
+import { FencedEventWriter } from "./core/cluster/fenced-events.js";
+import { RunFences } from "./core/cluster/fencing.js";
+import { singleNodePlacement, type SessionPlacement } from "./core/placement.js";
 import { EventLog } from "./core/event-log.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
@@ -131,7 +134,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   // A cluster node's bus also carries its live deltas to the other nodes (and theirs to it).
   const deltas = clusterStore && nodeId ? new DeltaRelayBus(localBus, { store: clusterStore, nodeId, log }) : null;
   const bus: EventBus = deltas ?? localBus;
-  const events = new EventLog({ store, bus, clock, log });
+  // A cluster node's runs write through fences of their leases, their events too.
+  const fences = clusterStore ? new RunFences({ store: clusterStore, log }) : null;
+  const eventWriter = fences ? new FencedEventWriter(fences) : null;
+  const events = new EventLog({ store, bus, clock, log, ...(eventWriter ? { append: eventWriter.append } : {}) });
   const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
   const claudeCli = createClaudeCliEngine({ config });
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
@@ -172,11 +178,15 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   };
   // What each turn changes in the workspace, seen by one tracker per runtime (sub-agents share the workspace).
   const checkpoints = new WorkspaceTracker(config.paths.workspace, trackerStateDir(config.paths.homeDir, config.paths.workspace), [config.paths.homeDir]);
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, checkpoints });
+  // The node places its sessions: the session manager reaches it, so it reaches the manager once that exists.
+  const cluster: ClusterNode | null =
+    clusterStore && nodeId && fences && eventWriter
+      ? new ClusterNode({ store: clusterStore, sessions: (): SessionManager => sessions, events, fences, eventWriter, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) })
+      : null;
+  const placement: SessionPlacement = cluster ?? singleNodePlacement(store);
+  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, placement, checkpoints });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
-  const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) }) : null;
-  if (cluster) sessions.setRunGate(cluster);
 
   sessions.onClose((id) => wakeups.closed(id));
   // A dead node's schedules move with its sessions.

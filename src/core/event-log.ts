@@ -24,6 +24,22 @@ export interface ReplayedEvent {
 export const REPLAY_PAGE = 1000;
 
 /**
+ * Writes one batch of rows and returns them stored, in order; a row it leaves null was
+ * refused (its run lost the session to another writer) and is neither stored nor delivered.
+ * By default the store's appendEvents; a cluster node fences its runs' rows (core/cluster).
+ */
+export type EventAppend = (rows: readonly NewStoredEvent[]) => Promise<(StoredEvent | null)[]>;
+
+export interface EventLogDeps {
+  store: Store;
+  bus: EventBus;
+  clock: Clock;
+  log: Logger;
+  /** How batches are written (default: store.appendEvents). */
+  append?: EventAppend;
+}
+
+/**
  * The one way events leave the runtime: each event of a session gets its
  * next per-session `seq`, is stored (streaming deltas excepted), and only then is handed
  * to the bus. Events published in one tick are written in one transaction. `seq` comes
@@ -34,12 +50,11 @@ export class EventLog implements EventSink {
   private queue: Pending[] = [];
   private running: Promise<void> | null = null;
   private readonly seqs = new Map<string, number>();
-  /** gseqs this process wrote, kept only for a cluster relay (core/cluster) to tell its own rows apart. */
-  private ownGseqs: Set<number> | null = null;
-  /** Cluster: writes a batch through the runs' lease fences; a null row was refused (a lost lease). */
-  private appender: ((rows: NewStoredEvent[]) => Promise<(StoredEvent | null)[]>) | null = null;
+  private readonly append: EventAppend;
 
-  constructor(private readonly deps: { store: Store; bus: EventBus; clock: Clock; log: Logger }) {}
+  constructor(private readonly deps: EventLogDeps) {
+    this.append = deps.append ?? ((rows) => deps.store.appendEvents(rows));
+  }
 
   get bus(): EventBus {
     return this.deps.bus;
@@ -57,36 +72,12 @@ export class EventLog implements EventSink {
     while (this.running) await this.running;
   }
 
-  /** Cluster hook: from now on remember the gseqs written here, for takeOwn(). */
-  trackOwnGseqs(): void {
-    this.ownGseqs ??= new Set();
-  }
-
-  /** Cluster hook: batches are written by `append`; rows it refuses are neither stored nor delivered. */
-  setAppender(append: (rows: NewStoredEvent[]) => Promise<(StoredEvent | null)[]>): void {
-    this.appender = append;
-  }
-
-  /** True (once) when this process wrote the row with `gseq`. */
-  takeOwn(gseq: number): boolean {
-    return this.ownGseqs?.delete(gseq) ?? false;
-  }
-
-  /** Cluster hook: true (and forgotten) when this process wrote every gseq in (after, upTo]: nothing there to relay. */
-  takeOwnRange(after: number, upTo: number): boolean {
-    const own = this.ownGseqs;
-    if (!own || upTo <= after || upTo - after > REPLAY_PAGE) return false;
-    for (let g = after + 1; g <= upTo; g++) if (!own.has(g)) return false;
-    for (let g = after + 1; g <= upTo; g++) own.delete(g);
-    return true;
-  }
-
-  /** Cluster hook: the session changed hands, so its next seq must be read from the store again. */
+  /** Another writer may have published for the session (it changed hands): its next seq is read from the store again. */
   forgetSeq(sessionId: string): void {
     this.seqs.delete(sessionId);
   }
 
-  /** Cluster hook: hands a row another node stored to the local bus, as if published here. */
+  /** Hands a row another process stored to the bus, as if published here. */
   deliverStored(row: StoredEvent): VeilEvent {
     const known = this.seqs.get(row.session_id);
     if (known !== undefined && known < row.seq) this.seqs.set(row.session_id, row.seq);
@@ -152,13 +143,12 @@ export class EventLog implements EventSink {
     const refused = new Set<Pending>();
     if (rows.size > 0) {
       try {
-        const written = this.appender ? await this.appender([...rows.values()]) : await store.appendEvents([...rows.values()]);
+        const written = await this.append([...rows.values()]);
         [...rows.keys()].forEach((p, i) => {
           const row = written[i];
           if (row) gseqs.set(p, row.gseq);
           else refused.add(p);
         });
-        if (this.ownGseqs) for (const row of written) if (row) this.ownGseqs.add(row.gseq);
       } catch (error) {
         // Delivery goes on so a live client still sees it; the gap is visible on replay.
         log.error("event log append failed", { error: String(error), events: rows.size });

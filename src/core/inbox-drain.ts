@@ -1,22 +1,22 @@
 import type { MessageRow, Store } from "../store/store.js";
 import { rowsToMessages } from "./context-builder.js";
-import type { RunGate } from "./cluster/run-gate.js";
 import { withoutRunOptions } from "./inbox-run-options.js";
 import type { LiveSession } from "./live-session.js";
+import type { SessionPlacement } from "./placement.js";
 import type { RunRecorder } from "./recorder.js";
 import type { RunInbox } from "./run.js";
 
 /** What a run reads of its session's inbox: the next inputs at a boundary, and the rest at its end. */
-export function runInbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store, gate: () => RunGate | null): RunInbox {
+export function runInbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store, placement: Pick<SessionPlacement, "consumedHere">): RunInbox {
   return {
-    nextInputs: async () => rowsToMessages(await drainInbox(id, live, recorder, store, gate())),
+    nextInputs: async () => rowsToMessages(await drainInbox(id, live, recorder, store, placement)),
     hasPendingInput: () => live.pending.size > 0,
-    drainRest: () => drainInbox(id, live, recorder, store, gate()),
+    drainRest: () => drainInbox(id, live, recorder, store, placement),
   };
 }
 
 /** Moves this session's inbox into the history, in arrival order, exactly once. */
-async function drainInbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store, gate: RunGate | null): Promise<MessageRow[]> {
+async function drainInbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store, placement: Pick<SessionPlacement, "consumedHere">): Promise<MessageRow[]> {
   if (!live.inbox.mustRead(live.pending.size)) return [];
   const items = await store.listInbox(id);
   if (items.length === 0) return [];
@@ -27,7 +27,7 @@ async function drainInbox(id: string, live: LiveSession, recorder: RunRecorder, 
       live.pending.delete(row.id);
       live.consumed.push(waiter.resolve);
       // Sent here while another node held the session, run here after a takeover.
-      gate?.forgetRemoteResult(id, row.id);
+      placement.consumedHere(id, row.id);
     }
   }
   return rows;

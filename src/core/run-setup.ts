@@ -6,7 +6,7 @@ import type { MessageRow, SessionRow, Store } from "../store/store.js";
 import { resolveCompaction } from "./compaction/settings.js";
 import type { ContextTurn } from "./compaction/session-context.js";
 import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
-import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
+import type { Logger, RegisteredTool, ToolContext, ToolOutcome, ToolServices } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
 import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventSink } from "../base/events.js";
@@ -19,7 +19,7 @@ import type { OutputSchema } from "../engines/output-schema.js";
 import type { SkillSource } from "../tools/skills/source.js";
 import { withSkillTool } from "../tools/skills/skill-tool.js";
 import { instructionsSection, type InstructionFile } from "./instructions/project.js";
-import { nestedInstructions, type NestedInstructions } from "./instructions/nested.js";
+import { nestedInstructions } from "./instructions/nested.js";
 import { sessionApprovals, type ApprovalGate } from "./approvals.js";
 
 export interface RunSetupDeps {
@@ -62,7 +62,7 @@ export interface PreparedRun {
   budget(): Promise<Budget>;
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
   /** Appends a reached folder's AGENTS.md to a file tool's result (absent for agents without instructions). */
-  annotate?: NestedInstructions["annotate"];
+  annotate?(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome>;
   /** The calls that wait for approval (absent when the agent's approval list is empty). */
   approvals?: ApprovalGate;
   /** The final answer must match it (the message that started the run asked for it). */
@@ -97,7 +97,7 @@ export async function prepareRun(
   const useInstructions = agent.instructions !== false;
   const instructions = useInstructions && deps.instructions ? instructionsSection(deps.instructions()) : "";
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), instructions });
-  const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, store, sessionId: id }) : null;
+  const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
   const toolTurn: ToolTurn = { sessionId: id, agent, mode: session.mode, paths: config.paths, settings: config.settings, modelKey, model, clock, session: sessionResources, runtime: deps.runtimeResources, services, log };
   const approvals = sessionApprovals(config.settings, agent, id, services.remoteMethods);
@@ -111,7 +111,8 @@ export async function prepareRun(
     history,
     systemPrompt,
     context: contextTurn(config, agent, modelKey, model, systemPrompt),
-    ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
+    // What it gave is marked through the run's writer, like the rest of the run.
+    ...(nested ? { annotate: (tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome) => nested.annotate(tool, input, outcome, writer.store) } : {}),
     ...(approvals ? { approvals } : {}),
     ...(perCall.outputSchema ? { outputSchema: perCall.outputSchema } : {}),
     async budget() {

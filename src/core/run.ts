@@ -11,8 +11,7 @@ import { SessionWriter } from "./session-writer.js";
 import { TurnCheckpoints } from "./checkpoints/turn-checkpoints.js";
 import { ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
 import { stopHook } from "./session-hooks.js";
-import type { RunFence } from "./cluster/fencing.js";
-import { notOwnerResult, type RunGate } from "./cluster/run-gate.js";
+import { notHeldResult, type RunFence, type SessionPlacement } from "./placement.js";
 import type { SendOptions, SessionManagerDeps } from "./session-types.js";
 
 /** The inbox side of a run, kept by the SessionManager (it owns the drain). */
@@ -27,31 +26,25 @@ export interface RunInbox {
 export interface RunHost {
   deps: Omit<SessionManagerDeps, "services">;
   setup: RunSetupDeps;
-  /** The cluster's run gate, once set (null on a single node). */
-  gate(): RunGate | null;
+  /** Where the session runs and what the run writes through. */
+  placement: SessionPlacement;
   /** Observers the recorder calls (this session's and every session's). */
   recorderObservers(id: string): RunObserver[];
   /** This session's observers, told when the run ends. */
   sessionObservers(id: string): Iterable<RunObserver>;
   getSession(id: string): Promise<SessionRow>;
-  /** A run was about to start on a node that does not hold the session. */
-  notOwner(id: string, live: LiveSession): void;
   inbox(id: string, live: LiveSession, recorder: RunRecorder): RunInbox;
 }
 
 /** One run of a session, from its fence to chat.done; never throws. */
 export async function executeRun(host: RunHost, id: string, live: LiveSession, run: ActiveRun, perCall: SendOptions): Promise<RunResult> {
   const { log } = host.deps;
-  // Cluster: the run writes its session through its lease's fence, and stops when the lease is lost.
-  const gate = host.gate();
-  const fence = gate ? await gate.openRun(id) : undefined;
-  if (gate && !fence) {
-    host.notOwner(id, live);
-    return notOwnerResult(id);
-  }
-  fence?.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
+  // The run writes its session through its fence, and stops when the session is lost to another writer.
+  const fence = await host.placement.openRun(id, live);
+  if (!fence) return notHeldResult(id);
+  fence.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
   // Every write of the run goes through its recorder and this writer, over the fenced store.
-  const writer = new SessionWriter({ sessionId: id, store: fence?.store ?? host.deps.store, events: host.deps.events, ids: host.deps.ids, now: () => host.deps.clock.now() });
+  const writer = new SessionWriter({ sessionId: id, store: fence.store, events: host.deps.events, ids: host.deps.ids, now: () => host.deps.clock.now() });
   let modelKey: string | undefined;
   const recorder = new RunRecorder({
     writer,
@@ -79,7 +72,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     if (!(error instanceof VeilError)) log.error("run failed", { sessionId: id, error: String(error), stack: (error as Error)?.stack });
     result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code, message: (error as Error).message } };
   }
-  if (fence?.lost) {
+  if (fence.lost) {
     const reason = fence.signal.reason as Error;
     result = { ...recorder.result(), finishReason: "error", stopReason: "error", error: { code: "LEASE_LOST", message: reason.message } };
   }
@@ -87,7 +80,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // A failed run answers every message waiting for it with its error; leaving them in the
   // inbox would restart a run that fails the same way, over and over. (A run cut by a lost
   // lease leaves them to the new owner.)
-  if (result.stopReason === "error" && !fence?.lost) await inbox.drainRest().catch(() => []);
+  if (result.stopReason === "error" && !fence.lost) await inbox.drainRest().catch(() => []);
   await settleRunContext(id, live, recorder, log);
   // The summarizer's spend of that compaction is the turn's too.
   const spent = recorder.result().costUsd;
@@ -167,8 +160,8 @@ function runIO(host: RunHost, { id, live, run, recorder, inbox }: RunScope, turn
 }
 
 /** The session back to idle, chat.done published, and every waiter of the run answered. */
-async function finishRun(host: RunHost, id: string, live: LiveSession, run: ActiveRun, result: RunResult, recorder: RunRecorder, fence: RunFence | undefined): Promise<void> {
-  if (fence?.lost) {
+async function finishRun(host: RunHost, id: string, live: LiveSession, run: ActiveRun, result: RunResult, recorder: RunRecorder, fence: RunFence): Promise<void> {
+  if (fence.lost) {
     // The session is another node's now: nothing more is written here, the waiters get the error.
     fence.close();
     for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
@@ -177,7 +170,7 @@ async function finishRun(host: RunHost, id: string, live: LiveSession, run: Acti
   }
   // Still under the fence: the run's last writes (status, placeholders, chat.done) check its lease too.
   await recorder.finished(result, { cut: run.controller.signal.aborted, log: host.deps.log });
-  fence?.close();
+  fence.close();
   for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
   const waiters = live.consumed.splice(0);
   for (const resolve of waiters) resolve(result);

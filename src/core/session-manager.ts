@@ -13,7 +13,7 @@ import type { CompactionOutcome } from "./compaction/session-context.js";
 import { createLiveSession, priceOf, type ActiveRun, type LiveSession } from "./live-session.js";
 import { SessionWriter } from "./session-writer.js";
 import { recordSessionStart, screenPrompt } from "./session-hooks.js";
-import { handPendingToOwner, runHereOrAwaitOwner, type RunGate } from "./cluster/run-gate.js";
+import type { SessionPlacement } from "./placement.js";
 import { createSession } from "./session-create.js";
 import { checkModelReady } from "./model-ready.js";
 import { renameSession, titleFromFirstMessage } from "./session-title.js";
@@ -27,7 +27,7 @@ import type { Store } from "../store/store.js";
 import type { ToolServices } from "../tools/services.js";
 
 export type { RunObserver } from "./recorder.js";
-export type { RunGate } from "./cluster/run-gate.js";
+export type { RunFence, SessionPlacement } from "./placement.js";
 export type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 
 /**
@@ -44,23 +44,20 @@ export class SessionManager {
   private readonly releasing = new Map<string, Promise<void>>();
   /** Set by shutdown(): no new run may start (e.g. a sub-agent reply arriving while runs are being stopped). */
   private stopping = false;
-  private gate: RunGate | null = null;
 
   private readonly setup: RunSetupDeps;
   private readonly runHost: RunHost;
+  /** Where sessions run and what their writes go through (one process, or a cluster's leases). */
+  private readonly placement: SessionPlacement;
   /** What tools reach through ctx.services (built from this manager, once). */
   readonly services: ToolServices;
 
   constructor(private readonly deps: SessionManagerDeps) {
+    this.placement = deps.placement;
     this.services = Object.freeze(deps.services(this));
     this.setup = { ...deps, services: this.services, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
     this.runHost = this.createRunHost();
     this.teardown = new SessionTeardown(deps, this.live);
-  }
-
-  /** Cluster hook: runs start only on the lease holder from now on. */
-  setRunGate(gate: RunGate): void {
-    this.gate = gate;
   }
 
   /**
@@ -119,15 +116,15 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    // Cluster: an idle session's compaction writes through a fence of its own, like a run.
-    const fence = this.gate ? await this.gate.openRun(id) : undefined;
-    if (this.gate && !fence) throw new VeilError("LEASE_LOST", `session "${id}" is held by another node`);
+    // An idle session's compaction writes through a fence of its own, like a run.
+    const fence = await this.placement.openRun(id, live);
+    if (!fence) throw new VeilError("LEASE_LOST", `session "${id}" is held by another node`);
     try {
-      const writer = this.writer(id, fence?.store);
+      const writer = this.writer(id, fence.store);
       const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
       return await live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
     } finally {
-      fence?.close();
+      fence.close();
     }
   }
 
@@ -159,9 +156,8 @@ export class SessionManager {
     live.pending.set(messageId, { resolve, perCall: options });
     live.inbox.arrived();
     try {
-      // Cluster: the owner may be another node, which starts the run from the inbox row alone.
-      const stored = this.gate ? withRunOptions(meta, options) : meta;
-      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: stored, created_at: new Date(this.deps.clock.now()).toISOString() });
+      // The run that takes the message may start from the row alone (after a restart, or on the node that holds the session).
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: withRunOptions(meta, options), created_at: new Date(this.deps.clock.now()).toISOString() });
     } catch (error) {
       live.pending.delete(messageId);
       throw error;
@@ -169,8 +165,9 @@ export class SessionManager {
     if (session.title === null) await titleFromFirstMessage(this.writer(id), this.deps.log, message);
     const delivery = live.run ? "queued" : "started";
     if (!live.run) {
-      if (this.gate) void this.startIfOwner(id, live, messageId, options);
-      else this.startRun(id, options);
+      this.placement.startOrAwait(id, live, messageId, () => {
+        if (!live.run && !this.stopping) this.startRun(id, options);
+      });
     }
     return { messageId, delivery, result };
   }
@@ -294,19 +291,16 @@ export class SessionManager {
       this.deps.hooks?.endSession(id);
       await live.resources.dispose();
       // Cluster: heartbeats stop renewing its lease; the node its next message reaches takes it.
-      await this.gate?.release(id);
+      await this.placement.release(id);
     })().finally(() => this.releasing.delete(id));
     this.releasing.set(id, done);
     await done;
   }
 
-  /** Cluster: the action runs on the session's owner. A closed session has no live state anywhere: answered here. */
+  /** The action runs where the session runs (after a release of it here has ended). */
   private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
     await this.releasing.get(id);
-    if (!this.gate) return here();
-    const session = await this.get(id);
-    if (session.status === "closed") return here();
-    return this.gate.control(id, action, here);
+    return this.placement.control(id, action, here);
   }
 
   private async closeHere(id: string): Promise<SessionRow> {
@@ -346,7 +340,7 @@ export class SessionManager {
   /** After a restart: no run survives, dangling tool calls get placeholders. */
   async recoverRuns(): Promise<void> {
     for (const session of await this.deps.store.listSessions({ status: "running" })) {
-      if (!this.gate || (await this.gate.acquire(session.id))) await this.recoverRun(session.id);
+      if (await this.placement.claim(session.id)) await this.recoverRun(session.id);
     }
   }
 
@@ -361,13 +355,13 @@ export class SessionManager {
   /** Starts runs for messages still waiting in the inbox (after recoverRuns; serve mode only). */
   async resumeInboxes(): Promise<void> {
     for (const id of await this.deps.store.sessionsWithInbox()) {
-      if (!this.gate || (await this.gate.acquire(id))) await this.resumeInbox(id);
+      if (await this.placement.claim(id)) await this.resumeInbox(id);
     }
   }
 
-  /** Starts a run when the idle session has queued messages (cluster: the inbox signal, a takeover). */
+  /** Starts a run when the idle session has queued messages (another node queued one, the session was taken over). */
   async resumeInbox(id: string): Promise<void> {
-    // Cluster: another node queued a row; a run here reads it at its next boundary.
+    // A row queued from elsewhere: a run here reads it at its next boundary.
     this.live.get(id)?.inbox.arrived();
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
@@ -377,26 +371,21 @@ export class SessionManager {
   }
 
   /**
-   * Cluster: another node holds the session now. Its run here has been aborted through its
-   * fence; once it has stopped, the session's tools and shells on this node are disposed
-   * and messages sent here that no run consumed wait for the new owner's answer.
+   * Another process writes the session now (it took the session's lease). Its run here has
+   * been aborted through its fence; once it has stopped, the session's tools and shells here
+   * are disposed. Returns what this process held of it, whose waiting messages the caller
+   * hands to the new owner (undefined: nothing, or a new run here holds it again).
    */
-  async leaseLost(id: string): Promise<void> {
+  async moved(id: string): Promise<LiveSession | undefined> {
     const live = this.live.get(id);
-    if (!live) return;
+    if (!live) return undefined;
     await this.waitIdle(id);
-    if (this.live.get(id) !== live || live.run) return;
+    if (this.live.get(id) !== live || live.run) return undefined;
     this.live.delete(id);
     live.context.abandon(new VeilError("LEASE_LOST", `session "${id}" moved to another node`));
     await live.resources.dispose();
-    if (this.gate) handPendingToOwner(this.gate, id, live);
     this.deps.log.warn("session moved to another node: its run, tools and shells here are stopped", { sessionId: id });
-  }
-
-  /** A run was about to start on a node that does not hold the session: the owner runs the inbox. */
-  private notOwner(id: string, live: LiveSession): void {
-    this.deps.log.info("not starting a run: another node holds the session", { sessionId: id });
-    if (this.gate) handPendingToOwner(this.gate, id, live);
+    return live;
   }
 
   /** Stops every run and disposes every session's resources (server shutdown). */
@@ -434,13 +423,6 @@ export class SessionManager {
     return new SessionWriter({ sessionId: id, store, events, ids, now: () => clock.now() });
   }
 
-  /** Cluster: the lease holder runs the message; another node waits for the owner's result. */
-  private async startIfOwner(id: string, live: LiveSession, messageId: string, perCall: SendOptions): Promise<void> {
-    await runHereOrAwaitOwner(this.gate!, this.deps.log, id, live, messageId, () => {
-      if (!live.run && !this.stopping) this.startRun(id, perCall);
-    });
-  }
-
   /** Starts a run synchronously-registered, so a concurrent send sees it and queues. */
   private startRun(id: string, perCall: SendOptions): void {
     const live = this.liveFor(id);
@@ -458,8 +440,8 @@ export class SessionManager {
   /** A message that arrived after the run's last boundary starts the next run. */
   private async startQueued(id: string, live: LiveSession): Promise<void> {
     if (this.stopping || live.closing || live.run) return;
-    // Cluster: a session this node lost (or never held) is run by its owner.
-    if (this.gate && !this.gate.holds(id)) return;
+    // A session another node holds now is run there.
+    if (!this.placement.holds(id)) return;
     try {
       const session = await this.deps.store.getSession(id);
       if (session?.status !== "idle") return;
@@ -476,12 +458,11 @@ export class SessionManager {
     return {
       deps: this.deps,
       setup: this.setup,
-      gate: () => this.gate,
+      placement: this.placement,
       recorderObservers: (id) => this.observers.forRun(id),
       sessionObservers: (id) => this.observers.of(id),
       getSession: (id) => this.get(id),
-      notOwner: (id, live) => this.notOwner(id, live),
-      inbox: (id, live, recorder) => runInbox(id, live, recorder, this.deps.store, () => this.gate),
+      inbox: (id, live, recorder) => runInbox(id, live, recorder, this.deps.store, this.placement),
     };
   }
 }

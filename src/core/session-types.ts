@@ -7,6 +7,7 @@ import type { ToolServices } from "../tools/services.js";
 import type { RunSetupDeps } from "./run-setup.js";
 import type { SessionManager } from "./session-manager.js";
 import type { WorkspaceTracker } from "./checkpoints/workspace-tracker.js";
+import type { SessionPlacement } from "./placement.js";
 
 export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   /**
@@ -23,6 +24,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   hooks?: HookRunner;
   /** Sees what each turn changed in the workspace (checkpoints); absent: no checkpoints. */
   checkpoints?: WorkspaceTracker;
+  /** Where sessions run and what their writes go through, chosen at start (singleNodePlacement, or a cluster node). */
+  placement: SessionPlacement;
 }
 
 export interface CreateSessionInput {

@@ -145,6 +145,8 @@ export class SessionWriter {
     return {
       todos: { get: () => store.getTodos(sessionId), set: (todos: TodoItem[]) => store.setTodos(sessionId, todos) },
       readMarkers: { mark: (path) => store.markRead(sessionId, path), has: (path) => store.hasRead(sessionId, path) },
+      otherSessions: { update: (id, patch) => store.updateSession(id, patch), setMeta: (id, key, value) => store.setSessionMeta(id, key, value) },
+      wakeupRow: { set: (row) => store.setWakeup({ ...row, session_id: sessionId }), delete: () => store.deleteWakeup(sessionId) },
       audit: (kind, data) => store.addAudit({ session_id: sessionId, kind, data }),
       emitChunk: (chunk) => void this.publish({ type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
       emit: async (body) => void (await this.publish(body)),

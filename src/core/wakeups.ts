@@ -1,6 +1,6 @@
 import { VeilError } from "../errors.js";
 import type { Store, WakeupRow } from "../store/store.js";
-import type { Disposable, Logger } from "../tools/types.js";
+import type { Disposable, Logger, WakeupRowWrites } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
 import { formatDuration, parseWakeupTime } from "./wakeups/duration.js";
 
@@ -70,14 +70,17 @@ export class WakeupService implements Disposable {
 
   constructor(private readonly deps: WakeupServiceDeps) {}
 
-  /** Arms (or with time "0" cancels) the session's schedule; replaces any previous one. */
-  async arm(sessionId: string, input: ArmWakeupInput): Promise<WakeupInfo | null> {
+  /**
+   * Arms (or with time "0" cancels) the session's schedule; replaces any previous one. The
+   * row is written through `rows` when given (a run's, fenced on a cluster), else the store.
+   */
+  async arm(sessionId: string, input: ArmWakeupInput, rows: WakeupRowWrites = this.rowsOf(sessionId)): Promise<WakeupInfo | null> {
     const session = await this.deps.store.getSession(sessionId);
     if (!session) throw new VeilError("SESSION_NOT_FOUND", `no session "${sessionId}"`);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${sessionId}" is closed`);
     const ms = parseWakeupTime(input.time);
     if (ms === 0) {
-      await this.cancel(sessionId);
+      await this.cancel(sessionId, rows);
       return null;
     }
     const message = input.message ?? "";
@@ -100,21 +103,26 @@ export class WakeupService implements Disposable {
     await this.exclusive(sessionId, async () => {
       const fresh = await this.deps.store.getSession(sessionId);
       if (!fresh || fresh.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${sessionId}" is closed`);
-      await this.deps.store.setWakeup(row);
+      await rows.set(row);
       this.schedule(row);
     });
     return toInfo(row);
   }
 
   /** Removes the session's schedule; true when there was one. */
-  async cancel(sessionId: string): Promise<boolean> {
+  async cancel(sessionId: string, rows: WakeupRowWrites = this.rowsOf(sessionId)): Promise<boolean> {
     return this.exclusive(sessionId, async () => {
       this.clearTimer(sessionId);
       const existing = await this.deps.store.getWakeup(sessionId);
       if (!existing) return false;
-      await this.deps.store.deleteWakeup(sessionId);
+      await rows.delete();
       return true;
     });
+  }
+
+  /** The session's row written straight to the store (outside any run: the HTTP route, the service's own firing). */
+  private rowsOf(sessionId: string): WakeupRowWrites {
+    return { set: (row) => this.deps.store.setWakeup(row), delete: () => this.deps.store.deleteWakeup(sessionId) };
   }
 
   async get(sessionId: string): Promise<WakeupInfo | null> {

@@ -1,4 +1,5 @@
 import type { LlmClient } from "../llm/types.js";
+import type { WakeupRowWrites } from "./types.js";
 import type { SessionToolset } from "./registry.js";
 import type { RemoteMethods } from "./custom/remote-methods.js";
 
@@ -17,8 +18,9 @@ export interface ShellServiceOptions {
 
 /** What `schedule_wakeup` needs from the runtime's wake-up service (core/wakeups.ts implements it). */
 export interface WakeupScheduler {
-  arm(sessionId: string, input: { time: string | number; message?: string; loop?: boolean }): Promise<{ time: string; message: string; loop: boolean; nextFireAt: string; intervalMs: number } | null>;
-  cancel(sessionId: string): Promise<boolean>;
+  /** `rows`: where the session's row is written (a run's tool passes its own, so a run that lost the session writes none). */
+  arm(sessionId: string, input: { time: string | number; message?: string; loop?: boolean }, rows?: WakeupRowWrites): Promise<{ time: string; message: string; loop: boolean; nextFireAt: string; intervalMs: number } | null>;
+  cancel(sessionId: string, rows?: WakeupRowWrites): Promise<boolean>;
   get(sessionId: string): Promise<unknown>;
 }
 

@@ -4,7 +4,7 @@ import type { TSchema, Static } from "../schema.js";
 import type { AgentConfig, ModelInfo, Settings, VeilPaths } from "../config/types.js";
 import type { Clock } from "../base/clock.js";
 import type { VeilEventBody } from "../base/events.js";
-import type { TodoItem } from "../store/store.js";
+import type { SessionPatch, SessionRow, TodoItem, WakeupRow } from "../store/store.js";
 import type { ContentPart } from "../llm/types.js";
 
 /** A multimodal piece returned by a tool; reaches the model, never the store. */
@@ -56,10 +56,28 @@ export type ToolEventBody = Extract<VeilEventBody, { type: "todo.updated" | "san
  * rows) and its events, nothing else. The run's recorder hands these out over the run's
  * fenced store, so a node that lost the session's lease can write none of them.
  */
+/** Writes one session's wake-up row. */
+export interface WakeupRowWrites {
+  set(row: WakeupRow): Promise<void>;
+  delete(): Promise<void>;
+}
+
+/**
+ * What a call writes of sessions other than its own (a child's budget, its contact marks on a
+ * child): a run that lost its own session to another writer writes none of them.
+ */
+export interface OtherSessionWrites {
+  update(sessionId: string, patch: SessionPatch): Promise<SessionRow>;
+  setMeta(sessionId: string, key: string, value: unknown): Promise<void>;
+}
+
 export interface ToolWrites {
   todos: { get(): Promise<TodoItem[]>; set(todos: TodoItem[]): Promise<void> };
   /** The durable half of the must-have-read gate (survives a restart). */
   readMarkers: { mark(path: string): Promise<void>; has(path: string): Promise<boolean> };
+  /** Its session's stored wake-up row (the wake-up service arms the timer; the row is the run's write). */
+  wakeupRow: WakeupRowWrites;
+  otherSessions: OtherSessionWrites;
   /** An audit row of this session (memory_write, log_write). */
   audit(kind: string, data: Record<string, unknown>): Promise<void>;
   /** Streams live output as `tool.chunk`. */

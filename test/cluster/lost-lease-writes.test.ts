@@ -8,6 +8,10 @@ import { Type } from "../../src/schema.js";
 import { allBuiltinTools } from "../../src/core/builtins.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { defineTool } from "../../src/tools/define.js";
+import { scheduleWakeup } from "../../src/tools/builtin/schedule-wakeup.js";
+import type { ToolContext } from "../../src/tools/types.js";
+import { agentControl } from "../../src/core/agents/tools/agent-control.js";
+import { recordContact } from "../../src/core/agents/counters.js";
 import { reply } from "../helpers/fake-llm.js";
 import { emptyDatabase, postgresUnavailable, startPostgres, withClient, type PostgresCluster } from "../helpers/postgres.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
@@ -15,19 +19,24 @@ import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js
 const unavailable = postgresUnavailable();
 
 /** A tool that waits until the test lets it go, then (`writes`) sets its session's todos and publishes todo.updated. */
-function heldTool(writes: boolean) {
+function heldTool(writes: boolean, as: { name?: string; reaches?: () => string; then?: (ctx: ToolContext) => Promise<unknown> } = {}) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let entered!: () => void;
   const started = new Promise<void>((resolve) => (entered = resolve));
-  const seen: { todos?: string; event?: string } = {};
+  const seen: { todos?: string; event?: string; then?: string } = {};
   const tool = defineTool({
-    name: "held_tool",
+    name: as.name ?? "held_tool",
     description: "waits, then sets the todos",
     params: Type.Object({}),
+    ...(as.reaches ? { reaches: as.reaches } : {}),
     async execute(_input, ctx) {
       entered();
       await released;
+      if (as.then) seen.then = await as.then(ctx).then(
+        () => "written",
+        (error: { code?: string }) => error.code ?? String(error),
+      );
       if (!writes) return "done";
       const todos = [{ id: "t1", content: "written by a node that lost the session", status: "pending" as const, priority: "high" as const }];
       seen.todos = await ctx.todos.set(todos).then(
@@ -56,6 +65,8 @@ async function stored(url: string, sessionId: string) {
     toolRows: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND role = 'tool'", [sessionId])).rows,
     compacted: (await client.query("SELECT id FROM messages WHERE session_id = $1 AND compacted", [sessionId])).rows,
     eventTypes: (await client.query("SELECT type FROM events WHERE session_id = $1 ORDER BY gseq", [sessionId])).rows.map((r) => r.type as string),
+    wakeups: (await client.query("SELECT session_id FROM wakeups WHERE session_id = $1", [sessionId])).rows,
+    metaKeys: (await client.query("SELECT key FROM session_meta WHERE session_id = $1 ORDER BY key", [sessionId])).rows.map((r) => r.key as string),
   }));
 }
 
@@ -180,5 +191,59 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     expect(after.summaries).toEqual([]);
     expect(after.compacted).toEqual([]);
     expect(after.eventTypes).toEqual(before.eventTypes);
+  }, 60_000);
+
+  /** A run whose one call (`held`) ends after another node took the session; the run ends LEASE_LOST. Returns the session's id. */
+  async function endHeldCallAfterTakeover(held: ReturnType<typeof heldTool>, files: Record<string, string> = {}, sessionId?: string): Promise<string> {
+    h ??= await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } }, files });
+    const { sessions } = h.runtime;
+    const session = sessionId ? await sessions.get(sessionId) : await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().tool(held.tool.name, {}).stop(), reply().text("not reached").stop());
+    const sent = await sessions.send(session.id, "go");
+    await held.started;
+    await takeLease(url, session.id);
+    held.release();
+    expect((await sent.result).error?.code).toBe("LEASE_LOST");
+    await sessions.waitIdle(session.id);
+    return session.id;
+  }
+
+  it("cannot mark the nested AGENTS.md it gave with a file tool's result", async () => {
+    // A file tool: its result reaches sub/, whose AGENTS.md it would carry.
+    const held = heldTool(false, { name: "held_reader", reaches: () => "sub/notes.txt" });
+    // The tool ends after the takeover: marking sub/AGENTS.md as given is the run's write, refused.
+    const session = await endHeldCallAfterTakeover(held, { "sub/AGENTS.md": "sub rules", "sub/notes.txt": "notes" });
+    const after = await stored(url, session);
+    expect(after.metaKeys).not.toContain("nestedInstructions");
+    expect(after.toolRows).toEqual([]);
+  }, 60_000);
+
+  it("cannot arm the wake-up schedule_wakeup sets", async () => {
+    // The tool ends after the takeover by calling schedule_wakeup with its own context.
+    const held = heldTool(false, { then: (ctx) => scheduleWakeup.execute({ time: "1h", message: "check again" }, ctx) });
+    const session = await endHeldCallAfterTakeover(held);
+    expect(held.seen.then).toBe("LEASE_LOST");
+    expect((await stored(url, session)).wakeups).toEqual([]);
+  }, 60_000);
+
+  it("cannot change its child's budget or its contact marks on the child (writes of another session)", async () => {
+    const refused: string[] = [];
+    let childId = "";
+    const held = heldTool(false, {
+      then: async (ctx) => {
+        const control = agentControl.execute({ sessionId: childId, action: "update-session", params: { budget_override: { max_iterations: 3 } } }, ctx);
+        const contact = recordContact(h!.runtime.store, ctx.otherSessions, childId, ctx.sessionId, new Date().toISOString());
+        for (const outcome of await Promise.allSettled([control, contact])) refused.push(outcome.status === "rejected" ? ((outcome.reason as { code?: string }).code ?? String(outcome.reason)) : "written");
+      },
+    });
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } } });
+    const caller = await h.runtime.sessions.create({ agent: "default" });
+    childId = (await h.runtime.sessions.create({ agent: "default", parent_session_id: caller.id, spawn_depth: 1, instance_name: "child" })).id;
+
+    await endHeldCallAfterTakeover(held, {}, caller.id);
+    expect(refused).toEqual(["LEASE_LOST", "LEASE_LOST"]);
+    const child = await withClient(url, async (client) => (await client.query("SELECT budget_override FROM sessions WHERE id = $1", [childId])).rows[0]);
+    expect(child.budget_override).toBeNull();
+    expect((await stored(url, childId)).metaKeys).toEqual([]);
   }, 60_000);
 });

@@ -1,4 +1,5 @@
 import type { SessionRow, Store } from "../../store/store.js";
+import type { OtherSessionWrites } from "../../tools/types.js";
 
 /** The caller's last contact with a target: messages after `afterSeq` count, except the contact message itself. */
 export interface Contact {
@@ -20,16 +21,16 @@ function contactKey(callerId: string): string {
  * Records "now" as the caller's last contact with the target (counters are
  * since the caller's last agent_message to that session, or the spawn-time baseline).
  */
-export async function recordContact(store: Store, targetId: string, callerId: string, at: string): Promise<void> {
+export async function recordContact(store: Pick<Store, "listMessages">, writes: OtherSessionWrites, targetId: string, callerId: string, at: string): Promise<void> {
   const rows = await store.listMessages(targetId);
   const afterSeq = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
-  await store.setSessionMeta(targetId, contactKey(callerId), { afterSeq, at } satisfies Contact);
+  await writes.setMeta(targetId, contactKey(callerId), { afterSeq, at } satisfies Contact);
 }
 
 /** Names the message that made the contact, so it is not counted as news. */
-export async function noteContactMessage(store: Store, targetId: string, callerId: string, messageId: string): Promise<void> {
+export async function noteContactMessage(store: Pick<Store, "getSessionMeta">, writes: OtherSessionWrites, targetId: string, callerId: string, messageId: string): Promise<void> {
   const contact = await store.getSessionMeta<Contact>(targetId, contactKey(callerId));
-  if (contact) await store.setSessionMeta(targetId, contactKey(callerId), { ...contact, messageId });
+  if (contact) await writes.setMeta(targetId, contactKey(callerId), { ...contact, messageId });
 }
 
 /** Messages (user + assistant) and tool results since the caller's last contact; all of them without one. */

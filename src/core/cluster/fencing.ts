@@ -2,30 +2,20 @@ import type { Logger } from "../../base/log.js";
 import { VeilError } from "../../errors.js";
 import type { ClusterStore, Lease } from "../../store/cluster.js";
 import type { NewStoredEvent, Store, StoredEvent } from "../../store/store.js";
+import type { RunFence } from "../placement.js";
+
+export interface RunFencesDeps {
+  store: Store & ClusterStore;
+  log: Logger;
+}
 
 /**
  * What one run on this node writes through: a store whose writes of the session check the
  * lease the run started under (ClusterStore.fenced), and a signal that aborts when that
  * lease is found lost (a refused write, or the heartbeat).
  */
-export interface RunFence {
-  readonly lease: Lease;
-  readonly store: Store;
-  readonly signal: AbortSignal;
-  /** True once the lease is lost: the run writes nothing more and stops. */
-  readonly lost: boolean;
-  /** The run ended: later writes of the session are no longer this run's. */
-  close(): void;
-}
-
-export interface RunFencesDeps {
-  store: Store & ClusterStore;
-  log: Logger;
-  /** Called once per fence when its lease is found lost (the node stops the session here). */
-  onLost(sessionId: string, reason: string): void;
-}
-
 interface OpenFence extends RunFence {
+  readonly lease: Lease;
   lost: boolean;
   controller: AbortController;
 }
@@ -38,8 +28,14 @@ interface OpenFence extends RunFence {
  */
 export class RunFences {
   private readonly runs = new Map<string, OpenFence>();
+  private readonly lostListeners: ((sessionId: string, reason: string) => void)[] = [];
 
   constructor(private readonly deps: RunFencesDeps) {}
+
+  /** Called once per fence when its lease is found lost (the node stops the session here). */
+  onLost(listener: (sessionId: string, reason: string) => void): void {
+    this.lostListeners.push(listener);
+  }
 
   /** A fence for a run starting now under `lease`; replaces any earlier one of the session. */
   open(lease: Lease): RunFence {
@@ -71,7 +67,7 @@ export class RunFences {
       reason,
     });
     fence.controller.abort(new VeilError("LEASE_LOST", `this node lost session ${sessionId} to another node; the run was stopped (${reason})`));
-    this.deps.onLost(sessionId, reason);
+    for (const listener of this.lostListeners) listener(sessionId, reason);
     return true;
   }
 

@@ -5,16 +5,25 @@ import type { RunResult } from "../../engines/types.js";
 import type { ClusterSignal, ClusterStore, ControlAction, Lease, SignalSubscription } from "../../store/cluster.js";
 import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
-import type { RunGate, SessionManager } from "../session-manager.js";
+import type { LiveSession } from "../live-session.js";
+import type { RunFence, SessionPlacement } from "../placement.js";
+import type { SessionManager } from "../session-manager.js";
 import { ControlRelay, decodeAnswer } from "./control.js";
 import type { ClusterRemoteMethods } from "./remote-methods.js";
-import { RunFences, type RunFence } from "./fencing.js";
+import type { RunFences } from "./fencing.js";
+import type { FencedEventWriter } from "./fenced-events.js";
 import type { DeltaRelayBus } from "./delta-relay.js";
+import { handPendingToOwner, runHereOrAwaitOwner } from "./hand-off.js";
 
 export interface ClusterNodeDeps {
   store: Store & ClusterStore;
-  sessions: SessionManager;
+  /** The node's session manager, which places its sessions with this node (so it comes after it). */
+  sessions(): SessionManager;
   events: EventLog;
+  /** The fences of this node's runs, shared with the event log's writer. */
+  fences: RunFences;
+  /** The event log's writer, which knows the rows this node wrote. */
+  eventWriter: FencedEventWriter;
   log: Logger;
   /** settings.cluster.leaseSeconds */
   leaseSeconds: number;
@@ -41,12 +50,14 @@ interface RemoteWaiter {
 }
 
 /**
- * One `veil serve` node among several on one PostgreSQL. It holds leases on
- * the sessions it runs (renewed by a heartbeat, released at shutdown), takes over sessions
- * whose owner's lease expired, wakes the owner's run on the `inbox` signal, and relays
- * events other nodes stored to the local bus so every node's SSE sees every session.
+ * One `veil serve` node among several on one PostgreSQL, and the placement of its session
+ * manager's sessions. It holds leases on the sessions it runs (renewed by a heartbeat,
+ * released at shutdown), fences every write of a run with its lease, takes over sessions
+ * whose owner's lease expired, forwards control actions to a session's owner, wakes the
+ * owner's run on the `inbox` signal, and relays events other nodes stored to the local bus
+ * so every node's SSE sees every session.
  */
-export class ClusterNode implements RunGate {
+export class ClusterNode implements SessionPlacement {
   readonly nodeId: string;
   private readonly held = new Map<string, Lease>();
   private readonly waiters = new Map<string, RemoteWaiter[]>();
@@ -70,10 +81,13 @@ export class ClusterNode implements RunGate {
   constructor(private readonly deps: ClusterNodeDeps) {
     this.nodeId = deps.nodeId;
     this.remoteMethods = deps.remoteMethods;
-    deps.events.trackOwnGseqs();
-    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => deps.sessions.controlHere(id, action)) });
-    this.fences = new RunFences({ store: deps.store, log: deps.log, onLost: (sessionId) => this.dropSession(sessionId) });
-    deps.events.setAppender((rows) => this.fences.appendEvents(rows));
+    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => this.sessions.controlHere(id, action)) });
+    this.fences = deps.fences;
+    this.fences.onLost((sessionId) => this.dropSession(sessionId));
+  }
+
+  private get sessions(): SessionManager {
+    return this.deps.sessions();
   }
 
   /** Called after this node took a dead node's session over (and closed its cut run), e.g. to re-arm its wake-up. */
@@ -85,10 +99,23 @@ export class ClusterNode implements RunGate {
     return this.held.has(sessionId);
   }
 
-  /** The fence of a run starting here: the lease this node holds now, or undefined when it holds none. */
-  async openRun(sessionId: string): Promise<RunFence | undefined> {
-    if (!this.held.has(sessionId) && !(await this.acquire(sessionId))) return undefined;
+  /** The fence of a run starting here: the lease this node holds now; none when another node holds it, which then answers the messages waiting here. */
+  async openRun(sessionId: string, live: LiveSession): Promise<RunFence | undefined> {
+    if (!this.held.has(sessionId) && !(await this.claim(sessionId))) {
+      this.deps.log.info("not starting a run: another node holds the session", { sessionId });
+      handPendingToOwner(this, sessionId, live);
+      return undefined;
+    }
     return this.fences.open(this.held.get(sessionId)!);
+  }
+
+  /** A message stored for an idle session: run here when this node holds (or takes) the lease, else wait for the owner's result. */
+  startOrAwait(sessionId: string, live: LiveSession, messageId: string, start: () => void): void {
+    void runHereOrAwaitOwner(this, this.deps.log, sessionId, live, messageId, start);
+  }
+
+  consumedHere(sessionId: string, messageId: string): void {
+    this.forgetRemoteResult(sessionId, messageId);
   }
 
   private get ttlMs(): number {
@@ -105,7 +132,7 @@ export class ClusterNode implements RunGate {
         void this.remoteMethods?.recheck();
         // Inbox signals sent while the listener was down are gone: look at every held session's inbox.
         for (const sessionId of this.held.keys()) {
-          void this.deps.sessions.resumeInbox(sessionId).catch((error) => log.warn("inbox wake-up failed", { sessionId, error: String(error) }));
+          void this.sessions.resumeInbox(sessionId).catch((error) => log.warn("inbox wake-up failed", { sessionId, error: String(error) }));
         }
       },
       onError: (error) => {
@@ -130,7 +157,7 @@ export class ClusterNode implements RunGate {
     log.info("cluster node started", { nodeId: this.nodeId, leaseSeconds: this.deps.leaseSeconds });
   }
 
-  async acquire(sessionId: string): Promise<boolean> {
+  async claim(sessionId: string): Promise<boolean> {
     if (this.closed) return false;
     const lease = await this.deps.store.acquireLease(sessionId, this.nodeId, this.ttlMs);
     if (!lease) return false;
@@ -163,26 +190,28 @@ export class ClusterNode implements RunGate {
   /**
    * A control endpoint (cancel, suspend, resume, close, compact) for any session: the owner
    * acts and its answer (value or error) is this node's; with no live owner this node takes
-   * the session (closing the run a dead owner cut) and acts itself.
+   * the session (closing the run a dead owner cut) and acts itself. A closed session has no
+   * live state anywhere: answered here.
    */
   async control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+    if ((await this.sessions.get(sessionId)).status === "closed") return here();
     for (;;) {
       if (this.closed || this.held.has(sessionId)) return this.actHere(sessionId, action, here);
       const lease = await this.deps.store.getLease(sessionId);
       if (lease?.live && lease.nodeId !== this.nodeId) {
         const answer = await this.relay.ask(sessionId, action, lease, () => this.closed);
-        if (answer !== "moved") return (await decodeAnswer(answer, () => this.deps.sessions.get(sessionId))) as T;
+        if (answer !== "moved") return (await decodeAnswer(answer, () => this.sessions.get(sessionId))) as T;
         continue;
       }
-      if (!(await this.acquire(sessionId))) continue;
+      if (!(await this.claim(sessionId))) continue;
       const cut = lease !== undefined && lease.nodeId !== this.nodeId && !lease.released;
       if (cut) {
-        await this.deps.sessions.recoverRun(sessionId);
+        await this.sessions.recoverRun(sessionId);
         await this.remoteMethods?.dropDeadNode(sessionId, lease.nodeId);
       }
       const value = await this.actHere(sessionId, action, here);
       // Messages the dead owner left queued run here now (a suspended or closed session keeps them).
-      if (cut) await this.deps.sessions.resumeInbox(sessionId);
+      if (cut) await this.sessions.resumeInbox(sessionId);
       return value;
     }
   }
@@ -230,7 +259,7 @@ export class ClusterNode implements RunGate {
     }
     else if (signal.kind === "deltas") this.deps.deltas?.deliverRemote(signal.nodeId, signal.deltas);
     else if (signal.kind === "inbox" && this.held.has(signal.sessionId)) {
-      void this.deps.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
+      void this.sessions.resumeInbox(signal.sessionId).catch((error) => this.deps.log.warn("inbox wake-up failed", { sessionId: signal.sessionId, error: String(error) }));
     }
   }
 
@@ -257,7 +286,10 @@ export class ClusterNode implements RunGate {
     const lease = this.held.get(sessionId);
     this.held.delete(sessionId);
     this.deps.log.warn("lost the lease of a session (another node took it over); stopping it here", { sessionId, nodeId: this.nodeId, generation: lease?.generation });
-    void this.deps.sessions.leaseLost(sessionId).catch((error) => this.deps.log.warn("could not stop a lost session", { sessionId, error: String(error) }));
+    void this.sessions
+      .moved(sessionId)
+      .then((live) => live && handPendingToOwner(this, sessionId, live))
+      .catch((error) => this.deps.log.warn("could not stop a lost session", { sessionId, error: String(error) }));
   }
 
   /** Sessions of dead nodes: take the lease, close the cut run, run what is queued. */
@@ -266,12 +298,13 @@ export class ClusterNode implements RunGate {
     // After this node could not reach the database, the owners could not either: their leases
     // ran out together with ours. Give them a lease's time to renew before taking anything.
     if (Date.now() - this.unreachableAt < this.ttlMs) return;
-    const { store, sessions, log } = this.deps;
+    const { store, log } = this.deps;
+    const sessions = this.sessions;
     // A lease is taken only once it has been expired for a while: an owner whose heartbeat
     // came late (a loaded machine, a GC pause) renews it first and keeps its run.
     for (const expired of await store.expiredLeases(Math.min(this.ttlMs / 2, TAKEOVER_GRACE_MAX_MS))) {
       if (expired.nodeId === this.nodeId && this.held.has(expired.sessionId)) continue;
-      if (!(await this.acquire(expired.sessionId))) continue;
+      if (!(await this.claim(expired.sessionId))) continue;
       log.info("took over a session", { sessionId: expired.sessionId, from: expired.nodeId, nodeId: this.nodeId });
       await sessions.recoverRun(expired.sessionId);
       await this.remoteMethods?.dropDeadNode(expired.sessionId, expired.nodeId);
@@ -309,7 +342,7 @@ export class ClusterNode implements RunGate {
     await events.flush();
     // Only this node's own batches since the cursor: nothing to read (the common case for a busy owner).
     if (!this.mustRead && this.signalled <= this.cursor) return;
-    if (!this.mustRead && events.takeOwnRange(this.cursor, this.signalled)) {
+    if (!this.mustRead && this.deps.eventWriter.takeOwnRange(this.cursor, this.signalled)) {
       this.cursor = this.signalled;
       return;
     }
@@ -319,7 +352,7 @@ export class ClusterNode implements RunGate {
       await events.flush();
       for (const row of rows) {
         this.cursor = row.gseq;
-        if (events.takeOwn(row.gseq)) continue;
+        if (this.deps.eventWriter.takeOwn(row.gseq)) continue;
         const event = events.deliverStored(row);
         if (event.type === "chat.done") await this.settleWaiters(row, event as Extract<typeof event, { type: "chat.done" }>);
       }

@@ -11,6 +11,14 @@ import { folderInstructions, truncationNote, type InstructionFile } from "./proj
 export const NESTED_INSTRUCTIONS_KEY = "nestedInstructions";
 const RESOURCE_KEY = "instructions.nested";
 
+/** Where the tracker keeps what was given: the store of the run that writes the session (fenced on several nodes). */
+export type NestedInstructionsStore = Pick<Store, "getSessionMeta" | "setSessionMeta">;
+
+export interface NestedInstructionsDeps {
+  workspace: string;
+  sessionId: string;
+}
+
 /** Folders never searched for instructions: other people's packages and VCS internals. */
 const SKIPPED_SEGMENTS = new Set(["node_modules", ".git"]);
 
@@ -18,20 +26,22 @@ const SKIPPED_SEGMENTS = new Set(["node_modules", ".git"]);
  * The AGENTS.md (else CLAUDE.md) of folders below the workspace root, each added to the
  * first successful file-tool result that reaches that folder or a folder inside it, once per
  * session. What was given is kept in the session's meta, so a restart does not repeat it; a
- * compaction forgets it (the result that carried it may be gone from the model's view).
+ * compaction forgets it (the result that carried it may be gone from the model's view). The
+ * tracker lives as long as the session here; each call gets the store of the run it is part
+ * of, so its marks are that run's writes.
  */
 export class NestedInstructions implements Disposable {
   private given: Set<string> | null = null;
   private loading: Promise<Set<string>> | null = null;
 
-  constructor(private readonly deps: { workspace: string; store: Store; sessionId: string }) {}
+  constructor(private readonly deps: NestedInstructionsDeps) {}
 
-  /** The outcome with the instructions of every newly reached folder appended. */
-  async annotate(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome> {
+  /** The outcome with the instructions of every newly reached folder appended; `store` is the run's. */
+  async annotate(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome, store: NestedInstructionsStore): Promise<ToolOutcome> {
     if (outcome.isError || !tool.reaches) return outcome;
     const folders = this.foldersReached(tool.reaches(input));
     if (folders.length === 0) return outcome;
-    const given = await this.load();
+    const given = await this.load(store);
     const fresh: InstructionFile[] = [];
     for (const folder of folders) {
       const key = relative(this.deps.workspace, folder);
@@ -43,17 +53,17 @@ export class NestedInstructions implements Disposable {
       fresh.push(file);
     }
     if (fresh.length === 0) return outcome;
-    await this.deps.store.setSessionMeta(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY, [...given]);
+    await store.setSessionMeta(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY, [...given]);
     const notes = fresh.map((file) => systemReminder(this.describe(file)));
     const shown = fresh.map((file) => relative(this.deps.workspace, file.path));
     return { ...outcome, output: [outcome.output, ...notes].join("\n\n"), details: { ...(outcome.details ?? {}), instructions: shown } };
   }
 
   /** After a compaction: every folder's instructions are due again. */
-  async forget(): Promise<void> {
+  async forget(store: Pick<Store, "setSessionMeta">): Promise<void> {
     this.given = new Set();
     this.loading = null;
-    await this.deps.store.setSessionMeta(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY, null);
+    await store.setSessionMeta(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY, null);
   }
 
   dispose(): void {
@@ -92,9 +102,9 @@ export class NestedInstructions implements Disposable {
     return out;
   }
 
-  private async load(): Promise<Set<string>> {
+  private async load(store: NestedInstructionsStore): Promise<Set<string>> {
     if (this.given) return this.given;
-    this.loading ??= this.deps.store.getSessionMeta<string[]>(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY).then((stored) => {
+    this.loading ??= store.getSessionMeta<string[]>(this.deps.sessionId, NESTED_INSTRUCTIONS_KEY).then((stored) => {
       this.given ??= new Set(Array.isArray(stored) ? stored : []);
       return this.given;
     });
@@ -103,13 +113,13 @@ export class NestedInstructions implements Disposable {
 }
 
 /** The session's tracker (one per live session). */
-export function nestedInstructions(resources: ResourceScope, deps: { workspace: string; store: Store; sessionId: string }): NestedInstructions {
+export function nestedInstructions(resources: ResourceScope, deps: NestedInstructionsDeps): NestedInstructions {
   return resources.get(RESOURCE_KEY, () => new NestedInstructions(deps));
 }
 
 /** A compaction happened: the session's nested instructions are given again from now on. */
 export async function forgetNestedInstructions(resources: ResourceScope, store: Pick<Store, "setSessionMeta">, sessionId: string): Promise<void> {
   const tracker = resources.peek<NestedInstructions>(RESOURCE_KEY);
-  if (tracker) await tracker.forget();
+  if (tracker) await tracker.forget(store);
   else await store.setSessionMeta(sessionId, NESTED_INSTRUCTIONS_KEY, null);
 }

@@ -117,17 +117,28 @@ export abstract class PgSideTables {
     if (this.ownsPool) await this.db.end();
   }
 
-  /** Runs a statement of fenced-sql.ts, in its fenced form when `sessionId` is this view's. */
+  /**
+   * Runs a statement of fenced-sql.ts: in its fenced form when `sessionId` is this view's;
+   * another session's row (a run writing its child's) after the view's lease is checked.
+   */
   protected runFenced<R extends pg.QueryResultRow = pg.QueryResultRow>(on: Queryable, name: FenceableStatement, sessionId: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     const lease = this.fenceOf(sessionId);
-    return lease ? on.run<R>(`${name}Fenced`, [...values, lease.nodeId, lease.generation]) : on.run<R>(name, values);
+    if (!lease) return on.run<R>(name, values);
+    if (lease.sessionId === sessionId) return on.run<R>(`${name}Fenced`, [...values, lease.nodeId, lease.generation]);
+    return on.transaction(async (tx) => {
+      await checkLease(tx, lease, name);
+      return tx.run<R>(name, values);
+    });
   }
 
-  /** The view's lease when a write touches its session. */
+  /**
+   * The view's lease when a write touches a session: every session write through a fenced
+   * view checks it, its own session's and any other's (a run that lost its session writes
+   * nothing, not even its child's budget).
+   */
   protected fenceOf(sessions: string | readonly string[] | undefined): Lease | undefined {
-    const lease = this.lease;
-    if (!lease || sessions === undefined) return undefined;
-    return (typeof sessions === "string" ? sessions === lease.sessionId : sessions.includes(lease.sessionId)) ? lease : undefined;
+    if (!this.lease || sessions === undefined || sessions.length === 0) return undefined;
+    return this.lease;
   }
 
   /** Runs one statement (or transaction) directly on the pool, never fenced: refuses after close, maps driver errors to catalogue errors. */
@@ -154,12 +165,7 @@ export abstract class PgSideTables {
     if (!lease) return this.direct(what, typeof sessions === "string" ? sessions : undefined, body);
     return this.direct(what, lease.sessionId, (db) =>
       db.transaction(async (tx) => {
-        const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
-        if (held.rowCount === 0) {
-          throw new VeilError("LEASE_LOST", `Session ${lease.sessionId} is no longer held by node ${lease.nodeId} (generation ${lease.generation}); the write (${what}) was refused`, {
-            details: { sessionId: lease.sessionId },
-          });
-        }
+        await checkLease(tx, lease, what);
         return body(tx);
       }),
     );
@@ -167,5 +173,15 @@ export abstract class PgSideTables {
 
   protected nowIso(): string {
     return new Date(this.clock.now()).toISOString();
+  }
+}
+
+/** Share-locks the lease row until the transaction commits (a takeover waits for it); LEASE_LOST when the lease is gone. */
+async function checkLease(tx: Queryable, lease: Lease, what: string): Promise<void> {
+  const held = await tx.run("checkFence", [lease.sessionId, lease.nodeId, lease.generation]);
+  if (held.rowCount === 0) {
+    throw new VeilError("LEASE_LOST", `Session ${lease.sessionId} is no longer held by node ${lease.nodeId} (generation ${lease.generation}); the write (${what}) was refused`, {
+      details: { sessionId: lease.sessionId },
+    });
   }
 }

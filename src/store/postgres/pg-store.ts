@@ -98,9 +98,12 @@ export class PgStore extends PgCheckpointTables implements Store {
     }
     if (patch.token_usage) for (const column of USAGE_COLUMNS) set(column, patch.token_usage[column]);
     const lease = this.fenceOf(id);
-    const fence = lease ? updateSessionFence(values.push(lease.nodeId, lease.generation) - 1) : "";
+    // Its own session's row checks the lease in the statement; another session's (a child's) in the write's transaction.
+    const inline = lease?.sessionId === id;
+    const fence = lease && inline ? updateSessionFence(values.push(lease.nodeId, lease.generation) - 1) : "";
     const text = `UPDATE sessions SET ${[...sets, "updated_at = $2"].join(", ")} WHERE id = $1${fence} RETURNING ${SESSION_COLUMNS}`;
-    const { rows } = await this.inline("update session", id, (on) => on.sql<RawSession>(text, values));
+    const update = (on: Queryable) => on.sql<RawSession>(text, values);
+    const { rows } = inline || !lease ? await this.inline("update session", id, update) : await this.write("update session", id, update);
     if (!rows[0]) throw new VeilError("SESSION_NOT_FOUND", `Session not found: ${id}`);
     return sessionFromRaw(rows[0]);
   }

@@ -29,7 +29,7 @@ export const scheduleWakeup = defineTool({
     const wakeups = ctx.services.wakeups;
     if (!wakeups) throw new ToolError("TOOL_CONTEXT_INVALID", "schedule_wakeup is not available: this runtime has no wake-up service");
     const replacing = (await wakeups.get(ctx.sessionId)) !== null;
-    const info = await wakeups.arm(ctx.sessionId, { time: input.time, message: input.message, loop: input.loop });
+    const info = await wakeups.arm(ctx.sessionId, { time: input.time, message: input.message, loop: input.loop }, ctx.wakeupRow);
     if (!info) {
       return {
         output: replacing ? "Wake-up cancelled; no schedule remains for this session." : "No wake-up was scheduled; nothing to cancel.",

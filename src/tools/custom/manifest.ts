@@ -1,5 +1,6 @@
 import type { Ajv } from "ajv";
 import { newAjv } from "../../base/ajv.js";
+import { touchesProblem } from "../declared-touches.js";
 
 /** What a valid tool.json declares. */
 export interface ToolManifest {
@@ -8,6 +9,8 @@ export interface ToolManifest {
   inputSchema: Record<string, unknown>;
   /** Watchdog in seconds (tool.json `timeout`, default 30). */
   timeoutSeconds: number;
+  /** Input fields holding the paths a call writes (tool.json `touches`): calls on one path run one after another. */
+  touches?: string[];
 }
 
 export type ManifestResult = { ok: true; manifest: ToolManifest } | { ok: false; reason: string };
@@ -36,7 +39,7 @@ export function parseManifest(text: string, checkSchema: (schema: Record<string,
     return { ok: false, reason: `tool.json is not valid JSON (${(error as Error).message})` };
   }
   if (!isObject(raw)) return { ok: false, reason: "tool.json must hold a JSON object" };
-  const { name, description, input_schema: schema, timeout } = raw;
+  const { name, description, input_schema: schema, timeout, touches } = raw;
   if (typeof name !== "string" || !NAME.test(name)) {
     return { ok: false, reason: `"name" must be a snake_case tool name (letters, digits, "_" or "-", starting with a letter, at most 64), got ${JSON.stringify(name)}` };
   }
@@ -54,10 +57,14 @@ export function parseManifest(text: string, checkSchema: (schema: Record<string,
   if (timeout !== undefined && (typeof timeout !== "number" || !Number.isFinite(timeout) || timeout <= 0)) {
     return { ok: false, reason: `"timeout" must be a positive number of seconds, got ${JSON.stringify(timeout)}` };
   }
+  const touchesWrong = touches === undefined ? null : touchesProblem(touches, properties as Record<string, unknown> | undefined);
+  if (touchesWrong) return { ok: false, reason: touchesWrong };
   const inputSchema = { ...schema, type: "object" };
   const problem = checkSchema(inputSchema);
   if (problem) return { ok: false, reason: `input_schema is not a valid JSON Schema: ${problem}` };
-  return { ok: true, manifest: { name, description, inputSchema, timeoutSeconds: (timeout as number | undefined) ?? DEFAULT_TIMEOUT_SECONDS } };
+  const manifest: ToolManifest = { name, description, inputSchema, timeoutSeconds: (timeout as number | undefined) ?? DEFAULT_TIMEOUT_SECONDS };
+  if (Array.isArray(touches) && touches.length > 0) manifest.touches = touches as string[];
+  return { ok: true, manifest };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { touchesFromFields } from "../declared-touches.js";
 import type { AgentConfig, VeilConfig } from "../../config/types.js";
 import { ToolError } from "../../errors.js";
 import { callWithProviderFallback } from "../../llm/provider-api.js";
@@ -89,6 +90,7 @@ export function createCustomToolSource(options: CustomToolSourceOptions): Folder
       readOnly: false,
       tier: "custom",
       source: { scope: folder.scope, folder: folder.folder },
+      ...(manifest.touches ? { touches: touchesFromFields(manifest.touches) } : {}),
       // Compiled on first use (once): compiling 1000 schemas up front would cost ~1 s per cold start.
       validate(input) {
         if (!validator) {

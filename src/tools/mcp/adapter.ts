@@ -1,4 +1,5 @@
 import { formatToolError } from "../format.js";
+import { touchesFromFields, touchesProblem } from "../declared-touches.js";
 import type { Attachment, Logger, RegisteredTool, ToolOutcome } from "../types.js";
 import { sharedValidators } from "../../base/validation.js";
 import type { CallToolResult } from "./connection.js";
@@ -70,14 +71,20 @@ export function adaptServerTools(handle: McpServerHandle, rawTools: readonly unk
       fail(`inputSchema is not a valid JSON Schema: ${problem}`);
       continue;
     }
+    const fields = handle.spec.touches?.[toolName];
+    const touchesWrong = fields ? touchesProblem(fields, schema.properties as Record<string, unknown> | undefined) : null;
+    if (touchesWrong) {
+      fail(`the server entry's ${touchesWrong}`);
+      continue;
+    }
     seen.add(name);
     const description = typeof entry.description === "string" && entry.description.trim() ? entry.description : typeof entry.title === "string" ? entry.title : `Tool "${toolName}" of MCP server "${server}".`;
-    tools.push(buildTool(handle, { name, toolName, description, inputSchema, readOnly: entry.annotations?.readOnlyHint === true }, log));
+    tools.push(buildTool(handle, { name, toolName, description, inputSchema, readOnly: entry.annotations?.readOnlyHint === true, touches: fields ?? [] }, log));
   }
   return { tools, problems };
 }
 
-function buildTool(handle: McpServerHandle, info: { name: string; toolName: string; description: string; inputSchema: Record<string, unknown>; readOnly: boolean }, log: Logger): RegisteredTool {
+function buildTool(handle: McpServerHandle, info: { name: string; toolName: string; description: string; inputSchema: Record<string, unknown>; readOnly: boolean; touches: string[] }, log: Logger): RegisteredTool {
   let validator: ((input: unknown) => string | null) | null = null;
   const server = handle.spec.name;
   return {
@@ -88,6 +95,7 @@ function buildTool(handle: McpServerHandle, info: { name: string; toolName: stri
     readOnly: info.readOnly,
     tier: "custom",
     source: { scope: "mcp", server, tool: info.toolName },
+    ...(info.touches.length > 0 ? { touches: touchesFromFields(info.touches) } : {}),
     validate(input) {
       if (!validator) {
         try {

@@ -8,6 +8,8 @@ export interface McpServerSpec {
   transport: { kind: "stdio"; command: string; args: string[]; env: Record<string, string>; cwd: string } | { kind: "http" | "sse"; url: string; headers: Record<string, string> };
   startupTimeoutMs: number;
   callTimeoutMs: number;
+  /** Per tool of the server (its own name): the input fields holding the paths a call writes (entry `touches`). */
+  touches?: Record<string, string[]>;
   /** "settings" or the path of the .mcp.json that defined it. */
   origin: string;
   /** Changes when the entry changes (the server is then restarted with the new entry). */
@@ -33,7 +35,7 @@ export interface McpConfigResult {
 }
 
 /** The keys of a server entry Veil reads (checkEntry); `env` and `headers` hold free-form names. */
-const ENTRY_KEYS = ["type", "command", "args", "env", "cwd", "url", "headers", "startupTimeoutSeconds", "callTimeoutSeconds"];
+const ENTRY_KEYS = ["type", "command", "args", "env", "cwd", "url", "headers", "startupTimeoutSeconds", "callTimeoutSeconds", "touches"];
 const SERVERS_SHAPE = { additionalProperties: { properties: Object.fromEntries(ENTRY_KEYS.map((key) => [key, {}])) } };
 /** `.mcp.json` and settings alike: `{ "mcpServers": { "<name>": <entry> } }`, walked by findUnknownKeys. */
 const MCP_FILE_SHAPE = { properties: { mcpServers: SERVERS_SHAPE } };
@@ -129,7 +131,12 @@ function checkEntry(name: string, raw: unknown, origin: string, workspace: strin
     if (raw.headers !== undefined && !isStringRecord(raw.headers)) return `${where}: "headers" must be an object of string values`;
     transport = { kind: type as "http" | "sse", url, headers: mapValues((raw.headers as Record<string, string> | undefined) ?? {}, expand) };
   }
-  return { name, transport, ...timeouts, origin, fingerprint: JSON.stringify(transport) + JSON.stringify(timeouts) };
+  const touches = raw.touches;
+  if (touches !== undefined && !(isObject(touches) && Object.values(touches).every((fields) => Array.isArray(fields) && fields.every((f) => typeof f === "string" && f !== "")))) {
+    return `${where}: "touches" must map tool names to lists of input property names (the fields holding paths a call writes)`;
+  }
+  const declared = touches === undefined ? {} : { touches: touches as Record<string, string[]> };
+  return { name, transport, ...timeouts, ...declared, origin, fingerprint: JSON.stringify(transport) + JSON.stringify(timeouts) + JSON.stringify(declared) };
 }
 
 function checkTimeouts(raw: Record<string, unknown>): { startupTimeoutMs: number; callTimeoutMs: number } | string {

@@ -65,12 +65,14 @@ describe("custom tool discovery", () => {
     writeTool(dirs.project, { name: "bad_schema", manifestText: JSON.stringify({ name: "bad_schema", description: "x", input_schema: { type: "object", properties: { a: { type: "strng" } } } }) });
     const noIndex = writeTool(dirs.project, { name: "no_index" });
     rmSync(join(noIndex, "index.js"));
+    writeTool(dirs.project, { name: "bad_touches", properties: { file: { type: "string" } }, touches: ["path"] });
 
     const tools = await source.discover(agent);
     expect(tools.map((t) => t.name)).toEqual(["good"]);
     const broken = source.broken(agent);
     const reasons = Object.fromEntries(broken.map((b) => [b.folder.split("/").pop(), `${b.file} ${b.reason}`]));
-    expect(Object.keys(reasons).sort()).toEqual(["bad_json", "bad_name", "bad_schema", "no_index", "underscore"]);
+    expect(Object.keys(reasons).sort()).toEqual(["bad_json", "bad_name", "bad_schema", "bad_touches", "no_index", "underscore"]);
+    expect(reasons.bad_touches).toMatch(/"touches" names "path", which the input schema does not have/);
     expect(reasons.bad_json).toMatch(/tool\.json is not valid JSON/);
     expect(reasons.underscore).toMatch(/"_cwd" starts with "_"/);
     expect(reasons.bad_name).toMatch(/snake_case/);
@@ -78,9 +80,9 @@ describe("custom tool discovery", () => {
     expect(reasons.no_index).toMatch(/index\.js is missing/);
 
     const warnings = () => log.entries.filter((e) => e.level === "warn" && e.message.startsWith("custom tool skipped"));
-    expect(warnings()).toHaveLength(5);
+    expect(warnings()).toHaveLength(6);
     await source.discover(agent);
-    expect(warnings()).toHaveLength(5); // unchanged folders are not re-reported
+    expect(warnings()).toHaveLength(6); // unchanged folders are not re-reported
   });
 
   it("sees a tool added, changed or removed on disk at the next discover() without a restart", async () => {

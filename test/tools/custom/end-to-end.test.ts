@@ -1,4 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { reply } from "../../helpers/fake-llm.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../../helpers/runtime.js";
@@ -163,5 +164,28 @@ describe("custom tools through the agent loop", { timeout: 60_000 }, () => {
     expect(byName.get("echo_upper")).toMatchObject({ tier: "custom", scope: "project", state: "available", input_schema: { type: "object", properties: { message: { type: "string" } } } });
     expect(byName.get("global_one")).toMatchObject({ tier: "custom", scope: "global" });
     expect(body.filter((t) => t.state === "broken")).toEqual([expect.objectContaining({ scope: "project", folder: join(projectTools(h), "bad"), error: "tool.json must hold a JSON object" })]);
+  });
+
+  it("runs two calls of one response on the same file one after another when tool.json declares touches: no update is lost", async () => {
+    h = await createRuntimeHarness({ files: { "notes.txt": "" } });
+    // Read, then hold until the other call has read too (or 500 ms): two calls at once both
+    // append to what they read, and one line is lost; one after another, both lines stay.
+    const body = `
+      const fs = require("node:fs"), path = require("node:path");
+      const file = path.resolve(input._cwd, input.file);
+      const before = fs.readFileSync(file, "utf8");
+      fs.writeFileSync(file + ".read." + input.line, "");
+      const readers = () => fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(path.basename(file) + ".read.")).length;
+      for (let waited = 0; readers() < 2 && waited < 500; waited += 10) await new Promise((r) => setTimeout(r, 10));
+      fs.writeFileSync(file, before + input.line + "\\n");
+      return "appended " + input.line;`;
+    const properties = { file: { type: "string" }, line: { type: "string" } };
+    writeTool(projectTools(h), { name: "append_line", properties, required: ["file", "line"], touches: ["file"], body });
+    h.llm.enqueue(reply().tool("tool_activate", { name: "append_line" }).stop());
+    h.llm.enqueue(reply().tool("append_line", { file: "notes.txt", line: "first" }).tool("append_line", { file: h.ws.path("notes.txt"), line: "second" }).stop());
+    h.llm.enqueue(reply().text("done").stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    expect((await (await h.runtime.sessions.send(session.id, "append both")).result).content).toBe("done");
+    expect(readFileSync(h.ws.path("notes.txt"), "utf8")).toBe("first\nsecond\n");
   });
 });

@@ -7,6 +7,8 @@ export interface ToolSpec {
   properties?: Record<string, unknown>;
   required?: string[];
   timeout?: number;
+  /** tool.json `touches`: input fields holding the paths a call writes. */
+  touches?: string[];
   /** Body of `module.exports = async function execute(input) { … }`, or a full index.js with `raw`. */
   body?: string;
   raw?: string;
@@ -25,6 +27,7 @@ export function writeTool(dir: string, spec: ToolSpec, folderName = spec.name): 
       description: spec.description ?? `The ${spec.name} tool.`,
       input_schema: { type: "object", properties: spec.properties ?? {}, required: spec.required ?? [] },
       ...(spec.timeout !== undefined ? { timeout: spec.timeout } : {}),
+      ...(spec.touches !== undefined ? { touches: spec.touches } : {}),
     });
   writeFileSync(join(folder, "tool.json"), manifest);
   const index = spec.raw ?? `'use strict';\nmodule.exports = async function execute(input) {\n${spec.body ?? "return 'ok';"}\n};\n`;

@@ -70,6 +70,13 @@ describe("MCP server configuration", () => {
     expect(problems.every((p) => p.server !== null)).toBe(true);
   });
 
+  it("reads an entry's touches (tool → input fields holding written paths) and refuses any other shape", () => {
+    const { servers, problems, unknownKeys } = resolve({ ok: { command: "x", touches: { write: ["file", "dest"] } }, bad: { command: "x", touches: { write: "file" } } });
+    expect(servers.map((s) => [s.name, s.touches])).toEqual([["ok", { write: ["file", "dest"] }]]);
+    expect(problems).toEqual([{ server: "bad", reason: expect.stringContaining('"touches" must map tool names to lists of input property names') }]);
+    expect(unknownKeys).toEqual([]);
+  });
+
   it("an entry with only a url is streamable HTTP", () => {
     expect(resolve({ r: { url: "http://127.0.0.1:1/mcp" } }).servers[0]!.transport.kind).toBe("http");
   });

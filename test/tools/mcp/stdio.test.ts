@@ -124,6 +124,17 @@ describe("MCP servers over stdio", { timeout: 30_000 }, () => {
     ]);
   });
 
+  it("a tool the entry's touches names says which paths a call writes (so calls on one path run one after another); a field the schema lacks skips the tool", async () => {
+    h = sourceHarness({ servers: { t: { ...nodeServer(TEST_SERVER), touches: { echo: ["message"] } }, u: { ...nodeServer(TEST_SERVER), touches: { slow: ["path"] } } } });
+    const echo = await h.tool("mcp__t__echo");
+    const scope = { workspace: h.ws.root } as never;
+    expect(echo.touches?.({ message: "notes.txt" }, scope)).toEqual([h.ws.path("notes.txt")]);
+    expect(echo.touches?.({ message: "/tmp/x/../a.txt" }, scope)).toEqual(["/tmp/a.txt"]);
+    expect((await h.tool("mcp__t__pid")).touches).toBeUndefined();
+    expect((await h.tools()).map((t) => t.name)).not.toContain("mcp__u__slow");
+    expect(h.source.broken()).toContainEqual({ scope: "mcp", server: "u", tool: "slow", reason: 'MCP server "u", tool "slow": the server entry\'s "touches" names "path", which the input schema does not have' });
+  });
+
   it("a slow call past callTimeoutSeconds fails with TOOL_TIMEOUT naming the server, and the server stays usable", async () => {
     h = sourceHarness({ servers: { t: { ...nodeServer(TEST_SERVER), callTimeoutSeconds: 0.3 } } });
     const slow = await h.tool("mcp__t__slow");

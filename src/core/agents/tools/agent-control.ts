@@ -69,7 +69,7 @@ export const agentControl = defineTool({
         return { output: xmlEnvelope(await service.stateFields(target, ctx.sessionId)), details: { sessionId: target.id, action: "stop", wasRunning: stopped } };
       }
       case "update-session":
-        return updateSession(service, target, params);
+        return updateSession(target, params, ctx);
       case "get-last-message":
         return getLastMessage(service, target, params.full_steps === true);
     }
@@ -97,7 +97,7 @@ async function getSummary(service: MultiAgentService, target: SessionRow, ctx: T
   };
 }
 
-async function updateSession(service: MultiAgentService, target: SessionRow, params: ControlParams): Promise<ToolOutcome> {
+async function updateSession(target: SessionRow, params: ControlParams, ctx: ToolContext): Promise<ToolOutcome> {
   if (target.status === "closed") throw new ToolError("SESSION_CLOSED", `session ${target.id} is closed`);
   const unknown = Object.keys(params).filter((k) => !UPDATE_KEYS.includes(k));
   if (unknown.length > 0) throw new ToolError("VALIDATION_ERROR", `update-session accepts params.reasoning and params.budget_override; unknown: ${unknown.join(", ")}`);
@@ -124,7 +124,8 @@ async function updateSession(service: MultiAgentService, target: SessionRow, par
     }
     patch.budget_override = Object.keys(next).length > 0 ? (next as Budget) : null;
   }
-  const row = await service.deps.store.updateSession(target.id, patch);
+  // Written by the caller's run: refused once that run lost the caller's session.
+  const row = await ctx.otherSessions.update(target.id, patch);
   return {
     output: xmlEnvelope([
       ["session-id", row.id],

@@ -57,10 +57,10 @@ export const agentMessage = defineTool({
       ["instance-name", target.instance_name],
       ["session-id", target.id],
     ];
-    await recordContact(store, target.id, ctx.sessionId, new Date(ctx.clock.now()).toISOString());
+    await recordContact(store, ctx.otherSessions, target.id, ctx.sessionId, new Date(ctx.clock.now()).toISOString());
     if (input.async_inform) {
       const sent = await service.delivery.sendAsync(send);
-      await noteContactMessage(store, target.id, ctx.sessionId, sent.messageId);
+      await noteContactMessage(store, ctx.otherSessions, target.id, ctx.sessionId, sent.messageId);
       return {
         output: xmlEnvelope([...head, ["notice", asyncNotice(target.instance_name, target.id, sent.role)]]),
         details: { sessionId: target.id, async: true, dispatchRole: sent.role === "seed" ? "msg#1" : "msg#2+", messageId: sent.messageId },
@@ -68,7 +68,7 @@ export const agentMessage = defineTool({
     }
     const timeoutSeconds = input.timeout ?? DEFAULT_SYNC_TIMEOUT_SECONDS;
     const reply = await service.delivery.sendSync({ ...send, timeoutMs: timeoutSeconds * 1000, signal: ctx.signal });
-    await noteContactMessage(store, target.id, ctx.sessionId, reply.messageId);
+    await noteContactMessage(store, ctx.otherSessions, target.id, ctx.sessionId, reply.messageId);
     return {
       output: xmlEnvelope([...head, ["finish-reason", reply.finishReason], ["content", reply.text]]),
       details: { sessionId: target.id, async: false, finishReason: reply.finishReason, source: reply.source, messageId: reply.messageId },

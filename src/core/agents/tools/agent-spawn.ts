@@ -86,7 +86,7 @@ export const agentSpawn = defineTool({
     }
     const child = await createChild(service.deps.sessions, caller, input, maxDepth);
     const now = new Date(ctx.clock.now()).toISOString();
-    await recordContact(store, child.id, caller.id, now);
+    await recordContact(store, ctx.otherSessions, child.id, caller.id, now);
     const head: [string, string][] = [
       ["instance-name", input.instance_name],
       ["session-id", child.id],
@@ -98,11 +98,11 @@ export const agentSpawn = defineTool({
     const send = { callerId: ctx.sessionId, target: child, content, fullSteps: false, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name } };
     if (input.initial_message.async_inform) {
       const sent = await service.delivery.sendAsync(send);
-      await noteContactMessage(store, child.id, caller.id, sent.messageId);
+      await noteContactMessage(store, ctx.otherSessions, child.id, caller.id, sent.messageId);
       return { output: xmlEnvelope([...head, ["notice", asyncNotice(input.instance_name, child.id, sent.role)]]), details: { ...details, async: true } };
     }
     const reply = await service.delivery.sendSync({ ...send, timeoutMs: DEFAULT_SYNC_TIMEOUT_SECONDS * 1000, signal: ctx.signal });
-    await noteContactMessage(store, child.id, caller.id, reply.messageId);
+    await noteContactMessage(store, ctx.otherSessions, child.id, caller.id, reply.messageId);
     return {
       output: xmlEnvelope([...head, ["finish-reason", reply.finishReason], ["content", reply.text]]),
       details: { ...details, async: false, finishReason: reply.finishReason },
