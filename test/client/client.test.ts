@@ -307,6 +307,8 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     } finally {
       llm.respond(null);
     }
+  });
+
   it("checkpoints, revert, unrevert and fork", async () => {
     const session = await veil.sessions.create();
     llm.enqueue(reply().tool("write_file", { file: join(ws.root, "client-made.txt"), content: "made\n" }).stop(), reply().text("made").stop());
