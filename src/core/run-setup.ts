@@ -8,7 +8,7 @@ import type { ContextTurn } from "./compaction/session-context.js";
 import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
 import type { Logger, RegisteredTool, ToolContext, ToolServices } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
-import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
+import { buildSessionBrief, buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { SessionWriter } from "./session-writer.js";
@@ -56,6 +56,8 @@ export interface PreparedRun {
   /** The model's view of the rows (compaction applied), without the system prompt. */
   history: LlmMessage[];
   systemPrompt: string;
+  /** A sub-agent's objective and success criteria, sent after the system prompt ("" for none). */
+  sessionBrief: string;
   /** What compaction needs of this turn. */
   context: ContextTurn;
   /** Re-read before every model call so update-session budget changes apply at once. */
@@ -97,6 +99,7 @@ export async function prepareRun(
   const useInstructions = agent.instructions !== false;
   const instructions = useInstructions && deps.instructions ? instructionsSection(deps.instructions()) : "";
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), instructions });
+  const sessionBrief = buildSessionBrief(session);
   const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, store, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
   const toolTurn: ToolTurn = { sessionId: id, agent, mode: session.mode, paths: config.paths, settings: config.settings, modelKey, model, clock, session: sessionResources, runtime: deps.runtimeResources, services, log };
@@ -110,7 +113,8 @@ export async function prepareRun(
     rows,
     history,
     systemPrompt,
-    context: contextTurn(config, agent, modelKey, model, systemPrompt),
+    sessionBrief,
+    context: contextTurn(config, agent, modelKey, model, systemPrompt, sessionBrief),
     ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
     ...(approvals ? { approvals } : {}),
     ...(perCall.outputSchema ? { outputSchema: perCall.outputSchema } : {}),
@@ -125,10 +129,11 @@ export async function prepareRun(
 }
 
 /** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */
-export function contextTurn(config: VeilConfig, agent: AgentConfig, modelKey: string, model: ModelInfo, systemPrompt: string, signal?: AbortSignal): ContextTurn {
+export function contextTurn(config: VeilConfig, agent: AgentConfig, modelKey: string, model: ModelInfo, systemPrompt: string, sessionBrief: string, signal?: AbortSignal): ContextTurn {
   const settings = resolveCompaction(config.settings, agent, modelKey);
   return {
     systemPrompt,
+    ...(sessionBrief ? { sessionBrief } : {}),
     modelKey,
     contextWindow: model.context_window,
     settings,
