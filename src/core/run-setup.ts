@@ -14,6 +14,7 @@ import type { IdGenerator } from "../base/ids.js";
 import type { SessionWriter } from "./session-writer.js";
 import { buildToolContext, type ToolTurn } from "./tool-context.js";
 import type { Resources } from "./resources.js";
+import type { ChangeWatch } from "./change-watch.js";
 import { resolveBudget } from "../engines/stop-conditions.js";
 import type { OutputSchema } from "../engines/output-schema.js";
 import type { SkillSource } from "../tools/skills/source.js";
@@ -60,7 +61,7 @@ export interface PreparedRun {
   sessionBrief: string;
   /** What compaction needs of this turn. */
   context: ContextTurn;
-  /** Re-read before every model call so update-session budget changes apply at once. */
+  /** Asked before every model call; update-session budget changes apply at once (see budgetReader). */
   budget(): Promise<Budget>;
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
   /** Appends a reached folder's AGENTS.md to a file tool's result (absent for agents without instructions). */
@@ -81,6 +82,7 @@ export async function prepareRun(
   perCall: { model?: string; reasoning?: ReasoningConfig; outputSchema?: OutputSchema },
   sessionResources: Resources,
   writer: SessionWriter,
+  budgetWatch?: ChangeWatch,
 ): Promise<PreparedRun> {
   const { config, store, clock, log } = deps;
   const id = session.id;
@@ -118,14 +120,32 @@ export async function prepareRun(
     ...(nested ? { annotate: (tool, input, outcome) => nested.annotate(tool, input, outcome) } : {}),
     ...(approvals ? { approvals } : {}),
     ...(perCall.outputSchema ? { outputSchema: perCall.outputSchema } : {}),
-    async budget() {
-      const fresh = await store.getSession(id);
-      return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
-    },
+    budget: budgetReader(session, budgetWatch, async () => (await store.getSession(id))?.budget_override ?? null, (override) =>
+      resolveBudget(config.settings.budget, agent.budget, override),
+    ),
     makeContext: (call, signal) => buildToolContext(toolTurn, call, signal, writer.toolWrites(call)),
   };
   toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
   return prepared;
+}
+
+/**
+ * The run's budget before each model call. The session's budget_override is the part that
+ * changes during a run (agent_control update-session); it is read from the row the run
+ * started with, and read again only when the watch says it changed or its recheck interval
+ * passed, so a step costs no session read. Without a watch every call reads it.
+ */
+function budgetReader(
+  session: SessionRow,
+  watch: ChangeWatch | undefined,
+  read: () => Promise<Budget | null>,
+  resolve: (override: Budget | null) => Budget,
+): () => Promise<Budget> {
+  let override = session.budget_override;
+  return async () => {
+    if (!watch || watch.mustRead()) override = await read();
+    return resolve(override);
+  };
 }
 
 /** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */

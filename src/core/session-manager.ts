@@ -153,7 +153,7 @@ export class SessionManager {
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
-    live.inbox.arrived();
+    live.inbox.changed();
     try {
       // Cluster: the owner may be another node, which starts the run from the inbox row alone.
       const stored = this.gate ? withRunOptions(meta, options) : meta;
@@ -299,10 +299,19 @@ export class SessionManager {
     }
   }
 
+  /**
+   * The session's budget_override was written (agent_control update-session): a run here
+   * reads it again before its next model call. A run on another node rereads it within
+   * BUDGET_RECHECK_MS.
+   */
+  budgetChanged(id: string): void {
+    this.live.get(id)?.budget.changed();
+  }
+
   /** Starts a run when the idle session has queued messages (cluster: the inbox signal, a takeover). */
   async resumeInbox(id: string): Promise<void> {
     // Cluster: another node queued a row; a run here reads it at its next boundary.
-    this.live.get(id)?.inbox.arrived();
+    this.live.get(id)?.inbox.changed();
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
     if (session?.status !== "idle" || this.live.get(id)?.run) return;

@@ -119,6 +119,7 @@ async function updateSession(service: MultiAgentService, target: SessionRow, par
     patch.budget_override = Object.keys(next).length > 0 ? (next as Budget) : null;
   }
   const row = await service.deps.store.updateSession(target.id, patch);
+  if (patch.budget_override !== undefined) service.deps.sessions.budgetChanged(target.id);
   return {
     output: xmlEnvelope([
       ["session-id", row.id],
