@@ -39,7 +39,7 @@ type ToolRule = { says: string[]; required: string[]; params: Record<string, Par
 
 const MANUAL: Record<string, ToolRule> = {
   bash: {
-    says: ["persistent", "exit code: N", "30000 chars", "interactive prompts are not supported", "run_in_background"],
+    says: ["execute a shell command", "persistent", "exit code: N", "30000 chars", "interactive prompts are not supported", "run_in_background"],
     required: ["command"],
     params: {
       command: {},

@@ -38,7 +38,7 @@ const Params = Type.Object(
 export const bash = defineTool({
   name: "bash",
   description:
-    "Run a command in this session's persistent shell (cd, export survive). Returns stdout+stderr; a non-zero exit is " +
+    "Execute a shell command in this session's persistent shell (cd, export survive). Returns stdout+stderr; a non-zero exit is " +
     "prefixed `exit code: N`; output capped at 30000 chars. No TTY: interactive prompts are not supported. Long-running: use run_in_background.",
   params: Params,
   // The first call of a session would wait for bash (and the isolation probe) to start.
