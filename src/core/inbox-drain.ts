@@ -17,7 +17,7 @@ export function runInbox(id: string, live: LiveSession, recorder: RunRecorder, s
 
 /** Moves this session's inbox into the history, in arrival order, exactly once. */
 async function drainInbox(id: string, live: LiveSession, recorder: RunRecorder, store: Store, placement: Pick<SessionPlacement, "consumedHere">): Promise<MessageRow[]> {
-  if (!live.inbox.mustRead(live.pending.size)) return [];
+  if (!live.inbox.mustRead(live.pending.size > 0)) return [];
   const items = await store.listInbox(id);
   if (items.length === 0) return [];
   const rows = await recorder.deliverInbox(items, (item) => ({ id: item.id, session_id: id, role: "user", content: item.content, meta: withoutRunOptions(item.meta) }));

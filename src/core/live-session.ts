@@ -9,7 +9,7 @@ import type { LlmClient } from "../llm/types.js";
 import { SessionContext } from "./compaction/session-context.js";
 import type { RunRecorder } from "./recorder.js";
 import { Resources } from "./resources.js";
-import { InboxWatch } from "./inbox-watch.js";
+import { BUDGET_RECHECK_MS, ChangeWatch, INBOX_RECHECK_MS } from "./change-watch.js";
 import { forgetNestedInstructions } from "./instructions/nested.js";
 import type { Clock } from "../base/clock.js";
 
@@ -32,7 +32,9 @@ export interface LiveSession {
   /** Waiters for messages drained into the current run. */
   consumed: ((r: RunResult) => void)[];
   /** Whether a boundary must read the inbox (arrivals seen since the last read). */
-  inbox: InboxWatch;
+  inbox: ChangeWatch;
+  /** Whether the loop must re-read the session's budget_override before a model call. */
+  budget: ChangeWatch;
   closing: boolean;
 }
 
@@ -56,7 +58,8 @@ export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSessio
     run: null,
     pending: new Map(),
     consumed: [],
-    inbox: new InboxWatch(deps.clock),
+    inbox: new ChangeWatch(deps.clock, INBOX_RECHECK_MS),
+    budget: new ChangeWatch(deps.clock, BUDGET_RECHECK_MS),
     closing: false,
     context: new SessionContext({
       sessionId: id,

@@ -8,12 +8,13 @@ import type { ContextTurn } from "./compaction/session-context.js";
 import { SessionToolset, type CustomToolSource } from "../tools/registry.js";
 import type { Logger, RegisteredTool, ToolContext, ToolOutcome, ToolServices } from "../tools/types.js";
 import type { Clock } from "../base/clock.js";
-import { buildSystemPrompt, rowsToMessages } from "./context-builder.js";
+import { buildSessionBrief, buildSystemPrompt, rowsToMessages } from "./context-builder.js";
 import type { EventSink } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { SessionWriter } from "./session-writer.js";
 import { buildToolContext, type ToolTurn } from "./tool-context.js";
 import type { Resources } from "./resources.js";
+import type { ChangeWatch } from "./change-watch.js";
 import { resolveBudget } from "../engines/stop-conditions.js";
 import type { OutputSchema } from "../engines/output-schema.js";
 import type { SkillSource } from "../tools/skills/source.js";
@@ -56,9 +57,11 @@ export interface PreparedRun {
   /** The model's view of the rows (compaction applied), without the system prompt. */
   history: LlmMessage[];
   systemPrompt: string;
+  /** A sub-agent's objective and success criteria, sent after the system prompt ("" for none). */
+  sessionBrief: string;
   /** What compaction needs of this turn. */
   context: ContextTurn;
-  /** Re-read before every model call so update-session budget changes apply at once. */
+  /** Asked before every model call; update-session budget changes apply at once (see budgetReader). */
   budget(): Promise<Budget>;
   makeContext(call: { id: string; name: string }, signal: AbortSignal): ToolContext;
   /** Appends a reached folder's AGENTS.md to a file tool's result (absent for agents without instructions). */
@@ -79,6 +82,7 @@ export async function prepareRun(
   perCall: { model?: string; reasoning?: ReasoningConfig; outputSchema?: OutputSchema; warmUp?: boolean },
   sessionResources: Resources,
   writer: SessionWriter,
+  budgetWatch?: ChangeWatch,
 ): Promise<PreparedRun> {
   const { config, store, clock, log } = deps;
   const id = session.id;
@@ -97,6 +101,7 @@ export async function prepareRun(
   const useInstructions = agent.instructions !== false;
   const instructions = useInstructions && deps.instructions ? instructionsSection(deps.instructions()) : "";
   const systemPrompt = buildSystemPrompt({ agent, session, workspace: config.paths.workspace, toolSummary: toolset.summary(), instructions });
+  const sessionBrief = buildSessionBrief(session);
   const nested = useInstructions ? nestedInstructions(sessionResources, { workspace: config.paths.workspace, sessionId: id }) : null;
   const services: ToolServices = { ...deps.services, toolset };
   const toolTurn: ToolTurn = { sessionId: id, agent, mode: session.mode, paths: config.paths, settings: config.settings, modelKey, model, clock, session: sessionResources, runtime: deps.runtimeResources, services, log };
@@ -110,26 +115,46 @@ export async function prepareRun(
     rows,
     history,
     systemPrompt,
-    context: contextTurn(config, agent, modelKey, model, systemPrompt),
+    sessionBrief,
+    context: contextTurn(config, agent, modelKey, model, systemPrompt, sessionBrief),
     // What it gave is marked through the run's writer, like the rest of the run.
     ...(nested ? { annotate: (tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome) => nested.annotate(tool, input, outcome, writer.store) } : {}),
     ...(approvals ? { approvals } : {}),
     ...(perCall.outputSchema ? { outputSchema: perCall.outputSchema } : {}),
-    async budget() {
-      const fresh = await store.getSession(id);
-      return resolveBudget(config.settings.budget, agent.budget, fresh?.budget_override ?? null);
-    },
+    budget: budgetReader(session, budgetWatch, async () => (await store.getSession(id))?.budget_override ?? null, (override) =>
+      resolveBudget(config.settings.budget, agent.budget, override),
+    ),
     makeContext: (call, signal) => buildToolContext(toolTurn, call, signal, writer.toolWrites(call)),
   };
   if (perCall.warmUp !== false) toolset.prepareWarmUp((call) => prepared.makeContext(call, new AbortController().signal));
   return prepared;
 }
 
+/**
+ * The run's budget before each model call. The session's budget_override is the part that
+ * changes during a run (agent_control update-session); it is read from the row the run
+ * started with, and read again only when the watch says it changed or its recheck interval
+ * passed, so a step costs no session read. Without a watch every call reads it.
+ */
+function budgetReader(
+  session: SessionRow,
+  watch: ChangeWatch | undefined,
+  read: () => Promise<Budget | null>,
+  resolve: (override: Budget | null) => Budget,
+): () => Promise<Budget> {
+  let override = session.budget_override;
+  return async () => {
+    if (!watch || watch.mustRead()) override = await read();
+    return resolve(override);
+  };
+}
+
 /** The turn's compaction inputs: settings (agent over defaults), the model's and the summarizer's windows. */
-export function contextTurn(config: VeilConfig, agent: AgentConfig, modelKey: string, model: ModelInfo, systemPrompt: string, signal?: AbortSignal): ContextTurn {
+export function contextTurn(config: VeilConfig, agent: AgentConfig, modelKey: string, model: ModelInfo, systemPrompt: string, sessionBrief: string, signal?: AbortSignal): ContextTurn {
   const settings = resolveCompaction(config.settings, agent, modelKey);
   return {
     systemPrompt,
+    ...(sessionBrief ? { sessionBrief } : {}),
     modelKey,
     contextWindow: model.context_window,
     settings,

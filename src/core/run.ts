@@ -54,15 +54,17 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     ...(host.deps.checkpoints ? { checkpoints: new TurnCheckpoints({ tracker: host.deps.checkpoints, store: writer.store, sessionId: id, ids: host.deps.ids, log }) } : {}),
   });
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
-  live.inbox.arrived();
+  live.inbox.changed();
   const inbox = host.inbox(id, live, recorder);
   let result: RunResult;
   try {
     // Many runs starting at once take turns with the sockets (see fair-turns.ts).
     await fairTurn();
     await live.context.quiet();
+    // This read is the budget's first: a change that lands during it is read before the next model call.
+    live.budget.mustRead(true);
     const session = await host.getSession(id);
-    const turn = await prepareRun(host.setup, session, perCall, live.resources, writer);
+    const turn = await prepareRun(host.setup, session, perCall, live.resources, writer, live.budget);
     modelKey = turn.modelKey;
     await recorder.started();
     await streamEngine(host, { id, live, run, recorder, inbox }, session, turn);
@@ -111,6 +113,7 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
       modelKey: turn.modelKey,
       reasoning: turn.reasoning,
       systemPrompt: turn.systemPrompt,
+      ...(turn.sessionBrief ? { sessionBrief: turn.sessionBrief } : {}),
       history: turn.history,
       toolset: turn.toolset,
       usageBefore: session.token_usage ?? ZERO_USAGE,
@@ -153,7 +156,7 @@ function runIO(host: RunHost, { id, live, run, recorder, inbox }: RunScope, turn
     saveEngineState: (state) => recorder.saveEngineState(state),
     modelContext: () => live.context.modelContext(),
     modelCallFailed: (error, retried) => live.context.modelCallFailed(error, retried),
-    runEnding: stopHook(hooks, id, recorder, () => live.inbox.arrived()),
+    runEnding: stopHook(hooks, id, recorder, () => live.inbox.changed()),
     clock,
     log,
   };

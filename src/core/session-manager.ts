@@ -154,7 +154,7 @@ export class SessionManager {
     let resolve!: (r: RunResult) => void;
     const result = new Promise<RunResult>((r) => (resolve = r));
     live.pending.set(messageId, { resolve, perCall: options });
-    live.inbox.arrived();
+    live.inbox.changed();
     try {
       // The run that takes the message may start from the row alone (after a restart, or on the node that holds the session).
       await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: withRunOptions(meta, options), created_at: new Date(this.deps.clock.now()).toISOString() });
@@ -359,10 +359,19 @@ export class SessionManager {
     }
   }
 
+  /**
+   * The session's budget_override was written (agent_control update-session): a run here
+   * reads it again before its next model call. A run on another node rereads it within
+   * BUDGET_RECHECK_MS.
+   */
+  budgetChanged(id: string): void {
+    this.live.get(id)?.budget.changed();
+  }
+
   /** Starts a run when the idle session has queued messages (another node queued one, the session was taken over). */
   async resumeInbox(id: string): Promise<void> {
     // A row queued from elsewhere: a run here reads it at its next boundary.
-    this.live.get(id)?.inbox.arrived();
+    this.live.get(id)?.inbox.changed();
     if (this.stopping || this.live.get(id)?.run) return;
     const session = await this.deps.store.getSession(id);
     if (session?.status !== "idle" || this.live.get(id)?.run) return;

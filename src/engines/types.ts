@@ -85,6 +85,8 @@ export interface RunRequest {
   modelKey: string;
   reasoning: ReasoningConfig | null;
   systemPrompt: string;
+  /** Sent after the system prompt (and the tools): what differs between sessions of one agent. */
+  sessionBrief?: string;
   /** History up to and including the message(s) that started the run. */
   history: LlmMessage[];
   toolset: SessionToolset;

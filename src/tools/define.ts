@@ -1,6 +1,7 @@
 import type { TSchema } from "../schema.js";
 import type { RegisteredTool, ToolDefinition } from "./types.js";
 import { sharedValidators } from "../base/validation.js";
+import { modelSchema } from "./model-schema.js";
 
 const TOOL_NAME = /^[a-z][a-z0-9_]*$/;
 
@@ -12,6 +13,7 @@ export function defineTool<S extends TSchema>(definition: ToolDefinition<S>): Re
     name: definition.name,
     description: definition.description,
     inputSchema,
+    modelSchema: modelSchema(inputSchema),
     timeoutMs: definition.timeoutMs,
     readOnly: definition.readOnly ?? false,
     tier: "builtin",

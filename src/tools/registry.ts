@@ -314,7 +314,7 @@ function joinSections(...sections: string[]): string {
 }
 
 function toSpec(tool: RegisteredTool): LlmToolSpec {
-  return { name: tool.name, description: tool.description, parameters: tool.inputSchema };
+  return { name: tool.name, description: tool.description, parameters: tool.modelSchema ?? tool.inputSchema };
 }
 
 function firstLine(text: string): string {

@@ -142,8 +142,10 @@ export interface ToolDefinition<S extends TSchema = TSchema> {
 export interface RegisteredTool {
   name: string;
   description: string;
-  /** JSON Schema sent to the model. */
+  /** The JSON Schema calls are validated against (and tool_search shows). */
   inputSchema: Record<string, unknown>;
+  /** What the model is sent instead of inputSchema, when shorter (built-ins: see model-schema.ts). */
+  modelSchema?: Record<string, unknown>;
   timeoutMs?: number;
   readOnly: boolean;
   /** See ToolDefinition.touches; called with input that passed validate(). */

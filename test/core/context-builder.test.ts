@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { builtinDefaultAgent } from "../../src/config/defaults.js";
-import { buildSystemPrompt } from "../../src/core/context-builder.js";
+import { buildSessionBrief, buildSystemPrompt } from "../../src/core/context-builder.js";
 import type { SessionRow } from "../../src/store/store.js";
 
 function session(over: Partial<SessionRow>): SessionRow {
@@ -38,15 +38,12 @@ describe("buildSystemPrompt", () => {
     expect(a).toBe("You are the default agent.\n\n## Tools\n- a: does a\n\n## Environment\nWorkspace: /ws\n\nSession started: 2026-12-01");
   });
 
-  it("puts the stable parts first and the objective, criteria and date last", () => {
-    const prompt = build(session({ objective: "Count files.", success_criteria: "A number." }));
-    const order = ["You are the default agent.", "## Tools", "## Environment\nWorkspace: /ws", "## Objective\nCount files.", "## Success Criteria\nA number.", "Session started: 2026-12-01"];
-    const positions = order.map((part) => prompt.indexOf(part));
-    expect(positions.every((p) => p >= 0)).toBe(true);
-    expect([...positions].sort((x, y) => x - y)).toEqual(positions);
-    const plain = build(session({}));
-    const stable = plain.slice(0, plain.indexOf("Session started"));
-    expect(prompt.startsWith(stable)).toBe(true);
+  it("leaves a sub-agent's objective and criteria out: they are the session brief, sent after the prompt and the tools", () => {
+    const spawned = session({ objective: "Count files.", success_criteria: "A number." });
+    expect(build(spawned)).toBe(build(session({})));
+    expect(buildSessionBrief(spawned)).toBe("## Objective\nCount files.\n\n## Success Criteria\nA number.");
+    expect(buildSessionBrief(session({ objective: "  Only this.\n" }))).toBe("## Objective\nOnly this.");
+    expect(buildSessionBrief(session({}))).toBe("");
   });
 
   it("uses the session's start date, so the prompt does not change as days pass", () => {

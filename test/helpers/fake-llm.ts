@@ -36,6 +36,8 @@ export interface FakeUsage {
 export interface FakeRequest {
   /** Parsed JSON body (undefined when the body was not JSON). */
   body: any;
+  /** With keepRawBodies: the body exactly as it arrived (UTF-8), the bytes a provider sees and caches. */
+  rawBody?: string;
   headers: IncomingHttpHeaders;
   path: string;
   method: string;
@@ -251,6 +253,8 @@ export interface FakeLlmOptions {
    * turn arguments into an input object do (Anthropic models behind OpenRouter, Bedrock).
    */
   strictToolArguments?: boolean;
+  /** Keep each request's body text as FakeRequest.rawBody (off by default: benches measure memory with the fake in process). */
+  keepRawBodies?: boolean;
 }
 
 /** The fake's prompt size of a request body: JSON of the messages, 4 chars per token, at least 1. */
@@ -353,7 +357,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       body = undefined;
     }
     const path = (req.url ?? "/").split("?")[0]!;
-    const record: FakeRequest = { body, headers: req.headers, path, method: req.method ?? "GET", time: Date.now() };
+    const record: FakeRequest = { body, headers: req.headers, path, method: req.method ?? "GET", time: Date.now(), ...(options.keepRawBodies ? { rawBody: raw } : {}) };
     requests.push(record);
 
     if (req.method === "GET" && path.endsWith("/models")) {

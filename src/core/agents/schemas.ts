@@ -3,11 +3,7 @@ import { Type } from "../../schema.js";
 /** `{ effort, max_tokens? }`, shared by agent_spawn overrides and agent_control update-session. */
 export const ReasoningSchema = Type.Object(
   {
-    effort: Type.Union(
-      [Type.Literal("none"), Type.Literal("minimal"), Type.Literal("low"), Type.Literal("medium"), Type.Literal("high"), Type.Literal("xhigh")],
-      { description: "Reasoning effort: none, minimal, low, medium, high or xhigh." },
-    ),
-    max_tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Optional cap on reasoning tokens." })),
+    effort: Type.Union([Type.Literal("none"), Type.Literal("minimal"), Type.Literal("low"), Type.Literal("medium"), Type.Literal("high"), Type.Literal("xhigh")]),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
   },
-  { description: "Engine-blind reasoning config: { effort, max_tokens? }." },
 );

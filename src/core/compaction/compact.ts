@@ -10,6 +10,8 @@ import { buildModelView, type CompactionState, type HistoryRow } from "./view.js
 export interface CompactInput {
   reason: CompactionReason;
   systemPrompt: string;
+  /** See RunRequest.sessionBrief. */
+  sessionBrief?: string;
   rows: readonly HistoryRow[];
   state: CompactionState;
   contextWindow: number;
@@ -65,12 +67,12 @@ function keepTokensFor(reason: CompactionReason, keep: number, tokensBefore: num
 export async function compactHistory(input: CompactInput): Promise<CompactResult> {
   const told = input.overflowMessage ? overflowSizes(input.overflowMessage) : {};
   const contextWindow = Math.min(input.contextWindow, told.limit ?? Number.POSITIVE_INFINITY);
-  const tokensBefore = told.prompt ?? input.contextTokens ?? estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, input.state));
+  const tokensBefore = told.prompt ?? input.contextTokens ?? estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, input.state, input.sessionBrief));
   const keep = keepTokensFor(input.reason, effectiveKeepTokens(input.settings, contextWindow), tokensBefore);
   const pruning = pruneToolRows(input.rows, input.state, keep);
   const pruned: CompactionState = { ...input.state, pruned: new Set([...input.state.pruned, ...pruning.ids]) };
   // Measured again after stage 1, so a manual compaction still finds something older to summarise.
-  const splitKeep = input.reason === "manual" ? keepTokensFor("manual", keep, estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, pruned))) : keep;
+  const splitKeep = input.reason === "manual" ? keepTokensFor("manual", keep, estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, pruned, input.sessionBrief))) : keep;
   const split = splitForSummary(input.rows, pruned, splitKeep);
   const plan = compactionPlan({
     reason: input.reason,
@@ -89,7 +91,7 @@ export async function compactHistory(input: CompactInput): Promise<CompactResult
     try {
       const request = buildSummaryRequest({ split, state, rows: input.rows, maxInputTokens: Math.floor((input.summarizerWindow ?? contextWindow) * 0.6) });
       const summaryText = await input.summarize(request);
-      const applied = applySummary({ systemPrompt: input.systemPrompt, rows: input.rows, state, split, summaryText, summaryRowId: input.summaryRowId });
+      const applied = applySummary({ systemPrompt: input.systemPrompt, sessionBrief: input.sessionBrief, rows: input.rows, state, split, summaryText, summaryRowId: input.summaryRowId });
       state = applied.state;
       compactedIds = applied.compactedIds;
       summary = applied.state.summary;
@@ -97,6 +99,6 @@ export async function compactHistory(input: CompactInput): Promise<CompactResult
       summaryError = error;
     }
   }
-  const tokensAfter = estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, state));
+  const tokensAfter = estimateMessagesTokens(buildModelView(input.systemPrompt, input.rows, state, input.sessionBrief));
   return { state, tokensBefore, tokensAfter, prunedIds, compactedIds, summary, ...(summaryError !== undefined ? { summaryError } : {}) };
 }

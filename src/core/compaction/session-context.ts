@@ -16,6 +16,8 @@ import { buildModelView, compactionStateFromRows, EMPTY_COMPACTION, type Compact
 /** What one turn fixes for compaction: the model, its window, the settings, the prompt. */
 export interface ContextTurn {
   systemPrompt: string;
+  /** See RunRequest.sessionBrief. */
+  sessionBrief?: string;
   modelKey: string;
   contextWindow: number;
   settings: ResolvedCompaction;
@@ -202,7 +204,8 @@ export class SessionContext {
   }
 
   private view(): LlmMessage[] {
-    return buildModelView(this.requireTurn().systemPrompt, this.rows, this.state);
+    const turn = this.requireTurn();
+    return buildModelView(turn.systemPrompt, this.rows, this.state, turn.sessionBrief);
   }
 
   /** The next prompt's size: the provider's count plus estimates of what came since; an estimate otherwise. */
@@ -217,6 +220,7 @@ export class SessionContext {
     const result = await compactHistory({
       reason,
       systemPrompt: turn.systemPrompt,
+      ...(turn.sessionBrief ? { sessionBrief: turn.sessionBrief } : {}),
       rows: this.rows,
       state: this.state,
       contextWindow: turn.contextWindow,

@@ -139,12 +139,12 @@ export interface AppliedSummary {
  * Stage 2's result: the summary (stored as row `summaryRowId`, kind "summary") replaces the
  * older rows. Pruned marks of rows now compacted are dropped (the summary covers them).
  */
-export function applySummary(input: { systemPrompt: string; rows: readonly HistoryRow[]; state: CompactionState; split: SummarySplit; summaryText: string; summaryRowId: string }): AppliedSummary {
+export function applySummary(input: { systemPrompt: string; sessionBrief?: string; rows: readonly HistoryRow[]; state: CompactionState; split: SummarySplit; summaryText: string; summaryRowId: string }): AppliedSummary {
   const text = input.summaryText.trim();
   if (!text) throw new VeilError("LLM_ERROR", "The summarizer model returned an empty summary; the history was left as it was.");
   const compactedIds = input.split.older.map((row) => row.id);
   const compacted = new Set([...input.state.compacted, ...compactedIds]);
   const pruned = new Set([...input.state.pruned].filter((id) => !compacted.has(id)));
   const state: CompactionState = { summary: { id: input.summaryRowId, content: text }, compacted, pruned };
-  return { state, compactedIds, view: buildModelView(input.systemPrompt, input.rows, state) };
+  return { state, compactedIds, view: buildModelView(input.systemPrompt, input.rows, state, input.sessionBrief) };
 }

@@ -4,6 +4,7 @@ import { toolResultContent } from "../../tools/result-content.js";
 import type { Attachment } from "../../tools/types.js";
 import { cancelledText } from "../tool-calls.js";
 import { prunedToolStub } from "./stub.js";
+import { systemMessages } from "../../engines/system-messages.js";
 import { userContentOfRow } from "../chat-content.js";
 
 /**
@@ -92,10 +93,10 @@ export function viewMessage(row: HistoryRow, state: CompactionState, calls: Read
 }
 
 /**
- * The messages of the next model call: system prompt, then historyMessages().
+ * The messages of the next model call: system prompt (and session brief), then historyMessages().
  */
-export function buildModelView(systemPrompt: string, rows: readonly HistoryRow[], state: CompactionState): LlmMessage[] {
-  return [{ role: "system", content: systemPrompt }, ...historyMessages(rows, state)];
+export function buildModelView(systemPrompt: string, rows: readonly HistoryRow[], state: CompactionState, sessionBrief?: string): LlmMessage[] {
+  return [...systemMessages(systemPrompt, sessionBrief), ...historyMessages(rows, state)];
 }
 
 /**

@@ -19,7 +19,7 @@ export function createVeilMcpServer(tools: readonly RegisteredTool[], onCall: To
   const listed = tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
-    inputSchema: { type: "object" as const, ...tool.inputSchema },
+    inputSchema: { type: "object" as const, ...(tool.modelSchema ?? tool.inputSchema) },
     annotations: { readOnlyHint: tool.readOnly },
     _meta: { "anthropic/alwaysLoad": true },
   }));

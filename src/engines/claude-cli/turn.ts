@@ -10,6 +10,7 @@ import { AsyncQueue, PromptChannel, deferred } from "./channels.js";
 import { NativeCalls } from "./native-calls.js";
 import { MessageAssembler, type StreamEvent } from "./message-assembler.js";
 import { createVeilMcpServer, type CallToolResult } from "./mcp-server.js";
+import { joinedSystemPrompt } from "../system-messages.js";
 import { historyPrelude, sdkCommand, toSdkUserMessage } from "./prompt.js";
 import { StderrTail, type ClaudeProcesses } from "./processes.js";
 import { DEFAULT_COMPACTION_THRESHOLD, childEnv, compactionThreshold, effortFor, resolveApiKey, thinkingFor } from "./sdk-options.js";
@@ -141,7 +142,7 @@ export class ClaudeTurn {
       model: this.request.modelKey.replace(/^cc\//, ""),
       cwd: workspace,
       env: childEnv(settings, env, model, apiKey, { threshold: this.threshold(), maxOutputTokens: this.request.maxOutputTokens }),
-      systemPrompt: this.request.systemPrompt,
+      systemPrompt: joinedSystemPrompt(this.request.systemPrompt, this.request.sessionBrief),
       settingSources: [],
       strictMcpConfig: true,
       tools: this.plan.natives,

@@ -6,6 +6,7 @@ import { formatToolError } from "../../tools/format.js";
 import { toolResultContent } from "../../tools/result-content.js";
 import { addUsage, budgetStop } from "../stop-conditions.js";
 import { runToolCalls } from "../tool-events.js";
+import { systemMessages } from "../system-messages.js";
 import type { Engine, RunEvent, RunIO, RunRequest, StopReason, ToolCallResult } from "../types.js";
 import { OutputGuard } from "./output-guard.js";
 
@@ -26,7 +27,7 @@ export function createNativeEngine(deps: { llm: LlmClient }): Engine {
  * before the loop goes on (an async generator waits for its consumer).
  */
 export async function* runNativeLoop(request: RunRequest, io: RunIO, llm: LlmClient): AsyncGenerator<RunEvent> {
-  const messages: LlmMessage[] = [{ role: "system", content: request.systemPrompt }, ...request.history];
+  const messages: LlmMessage[] = [...systemMessages(request.systemPrompt, request.sessionBrief), ...request.history];
   const startedAt = io.clock.monotonic();
   let usage: TokenUsage = { ...ZERO_USAGE };
   let iterations = 0;

@@ -29,10 +29,10 @@ export interface WireTool {
 
 export interface WireRequest extends WireReasoningFields {
   model: string;
+  tools?: WireTool[];
   messages: WireMessage[];
   stream: boolean;
   stream_options?: { include_usage: boolean };
-  tools?: WireTool[];
   max_tokens?: number;
   temperature?: number;
   response_format?: WireResponseFormat;
@@ -46,13 +46,17 @@ export interface WireDialect {
   structuredOutput?: StructuredOutputMode;
 }
 
-/** Builds the request body for POST /chat/completions in the provider's dialect. */
+/**
+ * Builds the request body for POST /chat/completions in the provider's dialect. The tools go
+ * before the messages, in the order chat templates render them (system message, tools, the
+ * rest), so the body's bytes also begin with what sessions of one agent share.
+ */
 export function toWireRequest(request: LlmRequest, stream = true, dialect: WireDialect = {}): WireRequest {
   const style = dialect.style ?? "openai";
-  const body: WireRequest = { model: request.model, messages: toWireMessages(request.messages, style), stream };
-  if (stream) body.stream_options = { include_usage: true };
   const output = responseFormat(request, dialect.structuredOutput ?? "without-tools");
-  if (request.tools && request.tools.length > 0 && output.keepTools) body.tools = request.tools.map(toWireTool);
+  const tools = request.tools && request.tools.length > 0 && output.keepTools ? { tools: request.tools.map(toWireTool) } : {};
+  const body: WireRequest = { model: request.model, ...tools, messages: toWireMessages(request.messages, style), stream };
+  if (stream) body.stream_options = { include_usage: true };
   if (output.format) body.response_format = output.format;
   Object.assign(body, reasoningFields(request.reasoning, style, request.maxTokens));
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;

@@ -6,10 +6,7 @@ import { findBackground } from "../shared/shell/session-shells.js";
 
 const Params = Type.Object(
   {
-    shell_id: Type.String({
-      minLength: 1,
-      description: "The shell_id returned from a prior bash call with run_in_background: true.",
-    }),
+    shell_id: Type.String({ minLength: 1 }),
   },
   { additionalProperties: false },
 );
@@ -17,8 +14,7 @@ const Params = Type.Object(
 export const bashOutput = defineTool({
   name: "bash_output",
   description:
-    "Poll a background shell (started with bash run_in_background: true) for output produced since the previous poll. " +
-    "Non-blocking: returns whatever is buffered now, plus status (running / exited / killed), the exit code once it ended, and byte totals.",
+    "Poll a background shell for new output since the last read (non-blocking), with status and exit code.",
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {

@@ -13,23 +13,22 @@ const MAX_TIMEOUT_S = 600;
 
 const Params = Type.Object(
   {
-    command: Type.String({ minLength: 1, description: "Shell command to execute (bash syntax; multi-line scripts are fine)." }),
+    command: Type.String({ minLength: 1 }),
     timeout: Type.Optional(
       Type.Integer({
         minimum: 1,
         maximum: MAX_TIMEOUT_S,
-        description: `Timeout in seconds. Default ${DEFAULT_TIMEOUT_S}, max ${MAX_TIMEOUT_S}. Ignored when run_in_background is true.`,
+        description: `Seconds (default ${DEFAULT_TIMEOUT_S}); ignored when run_in_background`,
       }),
     ),
     run_in_background: Type.Optional(
       Type.Boolean({
-        description: "If true, spawn the command in the background and return a shell_id immediately (poll with bash_output, stop with kill_shell). Default false.",
+        description: "Run in the background, return a shell_id at once (see bash_output, kill_shell)",
       }),
     ),
     workingDir: Type.Optional(
       Type.String({
-        description:
-          "Initial working directory (absolute, or relative to the workspace). Honored only on the FIRST bash call in a session, when the persistent shell is spawned. Use cd afterwards.",
+        description: "Initial working directory; honored only on the FIRST bash call in a session",
       }),
     ),
   },
@@ -39,10 +38,8 @@ const Params = Type.Object(
 export const bash = defineTool({
   name: "bash",
   description:
-    "Execute a shell command in this session's persistent bash: cd, export, aliases and functions survive across calls. " +
-    "stdout and stderr are returned interleaved; a non-zero exit is prefixed with `exit code: N`; output is capped at 30000 chars. " +
-    "stdin is /dev/null and there is no TTY, so interactive prompts (sudo, git commit without -m) fail instead of waiting. " +
-    "For servers and other long-running processes pass run_in_background: true, then use bash_output / kill_shell.",
+    "Execute a shell command in this session's persistent shell (cd, export survive). Returns stdout+stderr; a non-zero exit is " +
+    "prefixed `exit code: N`; output capped at 30000 chars. No TTY: interactive prompts are not supported. Long-running: use run_in_background.",
   params: Params,
   // The first call of a session would wait for bash (and the isolation probe) to start.
   warmUp: prewarmSessionShell,

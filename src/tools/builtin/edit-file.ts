@@ -15,10 +15,10 @@ const MAX_SNIPPET_LINES = 12;
 
 const Params = Type.Object(
   {
-    file: Type.String({ description: "Absolute path to the file (a path relative to the workspace root also works)" }),
-    old_string: Type.String({ description: "Exact text to replace (must be unique unless replace_all is true)" }),
-    new_string: Type.String({ description: "Replacement text" }),
-    replace_all: Type.Optional(Type.Boolean({ description: "If true, replaces all occurrences of old_string. Default false." })),
+    file: Type.String({ description: "Absolute path" }),
+    old_string: Type.String({ description: "Exact text; must be unique unless replace_all" }),
+    new_string: Type.String(),
+    replace_all: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -26,9 +26,8 @@ const Params = Type.Object(
 export const editFile = defineTool({
   name: "edit_file",
   description:
-    "Patch a file by replacing an exact string. old_string must match the file EXACTLY, including every space, tab and " +
-    "newline (copy it from read_file output without the line-number prefix), and be unique unless replace_all is true. " +
-    "The file must have been read with read_file in this session.",
+    "Replace old_string with new_string in a file. old_string must match EXACTLY, every space, tab and newline " +
+    "(copy from read_file, without the line-number prefix). The file must have been read with read_file.",
   params: Params,
   reaches: (input) => input.file,
   touches: (input, scope) => [resolveToolPath(scope.workspace, input.file)],

@@ -15,7 +15,7 @@ const GLOB_TIMEOUT_MS = 120_000;
 
 const Params = Type.Object(
   {
-    pattern: Type.String({ description: "Glob pattern (e.g. `**/*.js`, `src/*.ts`)" }),
+    pattern: Type.String({ description: "e.g. **/*.js, src/*.ts" }),
     cwd: Type.Optional(Type.String({ description: "Base directory (default: workspace root)" })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, description: `Max results (default: ${DEFAULT_LIMIT})` })),
   },
@@ -25,9 +25,7 @@ const Params = Type.Object(
 export const glob = defineTool({
   name: "glob",
   description:
-    "Find files by glob pattern (`**` crosses folders; `*.ts` matches only in the base folder, `**/*.ts` everywhere). " +
-    "Results are paths relative to cwd, newest modification first. Hidden files are included; .gitignore is not " +
-    "applied; .git and node_modules are skipped unless the pattern names node_modules.",
+    "Find files by glob pattern, newest first; skips .git and node_modules.",
   params: Params,
   readOnly: true,
   timeoutMs: GLOB_TIMEOUT_MS,

@@ -15,14 +15,14 @@ const MAX_COLLECT_CHARS = 2_000_000;
 
 const Params = Type.Object(
   {
-    pattern: Type.String({ description: "Search pattern (regex or literal)" }),
-    path: Type.String({ description: "File or directory to search (absolute, or relative to the workspace root)" }),
-    recursive: Type.Optional(Type.Boolean({ description: "Search subdirectories (default: false)" })),
+    pattern: Type.String({ description: "Regex or literal" }),
+    path: Type.String({ description: "File or directory" }),
+    recursive: Type.Optional(Type.Boolean()),
     case_sensitive: Type.Optional(Type.Boolean({ description: "Case-sensitive match (default: false)" })),
-    fixed_strings: Type.Optional(Type.Boolean({ description: "Treat pattern as literal string (default: false)" })),
-    include: Type.Optional(Type.String({ description: "Glob to filter files (e.g. `*.js`; a glob with `/` matches paths relative to path)" })),
+    fixed_strings: Type.Optional(Type.Boolean({ description: "Treat pattern as literal" })),
+    include: Type.Optional(Type.String({ description: "Glob to filter files (e.g. *.js)" })),
     context_lines: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: MAX_CONTEXT_LINES, description: `Lines of context around each match (max ${MAX_CONTEXT_LINES})` }),
+      Type.Integer({ minimum: 0, maximum: MAX_CONTEXT_LINES, description: "Context lines around each match" }),
     ),
   },
   { additionalProperties: false },
@@ -31,9 +31,7 @@ const Params = Type.Object(
 export const grep = defineTool({
   name: "grep",
   description:
-    "Search file contents with a regex (or a literal with fixed_strings). Output lines are `path:line:text`; context " +
-    "lines are `path-line-text`. Case-insensitive unless case_sensitive. Without recursive only the files directly in " +
-    "path are searched. Hidden files are searched; .git, node_modules and binary files are skipped.",
+    "Search file contents by regex; returns path:line:text. Skips .git, node_modules and binary files.",
   params: Params,
   readOnly: true,
   reaches: (input) => input.path,

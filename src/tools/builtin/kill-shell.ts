@@ -5,7 +5,7 @@ import { renderPoll } from "./bash-output.js";
 
 const Params = Type.Object(
   {
-    shell_id: Type.String({ minLength: 1, description: "The shell_id of the background shell to terminate." }),
+    shell_id: Type.String({ minLength: 1 }),
   },
   { additionalProperties: false },
 );
@@ -13,8 +13,7 @@ const Params = Type.Object(
 export const killShell = defineTool({
   name: "kill_shell",
   description:
-    "Terminate a background shell and everything it started: SIGTERM, then SIGKILL after 2 seconds if it is still alive. " +
-    "Returns the final state (status, exit code, signal, byte totals) and any output not yet read.",
+    "Terminate a background shell (SIGTERM, then SIGKILL after 2 s); returns its final state.",
   params: Params,
   async execute(input: Static<typeof Params>, ctx) {
     const shell = findBackground(ctx, input.shell_id);

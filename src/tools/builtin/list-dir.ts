@@ -18,8 +18,8 @@ const NOT_DESCENDED = new Set([".git", "node_modules"]);
 
 const Params = Type.Object(
   {
-    dir: Type.String({ description: "Directory path (absolute, or relative to the workspace root)" }),
-    recursive: Type.Optional(Type.Boolean({ description: "Include subdirectories (default: false)" })),
+    dir: Type.String(),
+    recursive: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -35,8 +35,7 @@ interface Entry {
 export const listDir = defineTool({
   name: "list_dir",
   description:
-    "List a directory: directories first (trailing slash), then files with sizes; symlinks shown as `name -> target`. " +
-    `recursive walks subdirectories (not the contents of .git or node_modules). At most ${MAX_ENTRIES} entries.`,
+    `List a directory with sizes and types (max ${MAX_ENTRIES} entries).`,
   params: Params,
   readOnly: true,
   reaches: (input) => input.dir,

@@ -3,9 +3,9 @@ import { defineTool } from "../define.js";
 
 const Params = Type.Object(
   {
-    message: Type.String({ description: "Log message", minLength: 1 }),
-    level: Type.Optional(Type.Union([Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], { description: 'Severity: "info" (default), "warn" or "error"' })),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "Optional structured data" })),
+    message: Type.String({ minLength: 1 }),
+    level: Type.Optional(Type.Union([Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], { description: '"info" (default)' })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
   { additionalProperties: false },
 );
@@ -13,7 +13,7 @@ const Params = Type.Object(
 /** Progress log: recorded in the audit table and the server log, echoed back to the model. */
 export const logWrite = defineTool({
   name: "log_write",
-  description: "Write a progress log entry. Useful to document milestones; the message is echoed back as the result.",
+  description: "Write a progress log entry (echoed back).",
   params: Params,
   readOnly: true,
   async execute(input, ctx) {

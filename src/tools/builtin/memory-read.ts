@@ -17,7 +17,7 @@ const Params = Type.Object({
     Type.Unsafe<"agent" | "global">({
       type: "string",
       enum: ["agent", "global"],
-      description: '"agent" (default): this agent\'s own memory; "global": memory shared by every agent in the project.',
+      description: '"agent" (default) or "global"',
     }),
   ),
 });
@@ -25,7 +25,7 @@ const Params = Type.Object({
 export const memoryRead = defineTool({
   name: "memory_read",
   description:
-    "Read persistent memory: this agent's (default) or the project's global memory. Returns the file's text, or an empty string when there is none yet.",
+    "Read the agent's persistent memory (or global memory); empty if none yet.",
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {

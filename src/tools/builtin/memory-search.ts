@@ -16,22 +16,22 @@ export const CACHED_INDEX_BYTES = 8 * 1024 * 1024;
 const INDEX_CACHE_KEY = "memory.searchIndex";
 
 const Params = Type.Object({
-  query: Type.String({ minLength: 1, description: "What to look for; words are matched loosely (case, punctuation, word endings, prefixes, small typos)." }),
+  query: Type.String({ minLength: 1 }),
   scope: Type.Optional(
     Type.Unsafe<"agent" | "global">({
       type: "string",
       enum: ["agent", "global"],
-      description: '"agent" (default): this agent\'s own memory; "global": memory shared by every agent in the project.',
+      description: '"agent" (default) or "global"',
     }),
   ),
   maxResults: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_RESULTS, description: `Max matching entries to return (default ${DEFAULT_RESULTS}).` }),
+    Type.Integer({ minimum: 1, maximum: MAX_RESULTS, description: `Default ${DEFAULT_RESULTS}` }),
   ),
 });
 
 export const memorySearch = defineTool({
   name: "memory_search",
-  description: "Search persistent memory (agent scope by default, or global) for entries relevant to a query, best matches first, with scores and dates.",
+  description: "Search memory for relevant entries, best first.",
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {

@@ -8,14 +8,12 @@ import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 export const MAX_MEMORY_ENTRY_CHARS = MAX_OUTPUT_CHARS;
 
 const Params = Type.Object({
-  content: Type.Union([Type.String(), Type.Null()], {
-    description: "Content to append as a new timestamped entry. Empty or whitespace-only content is skipped.",
-  }),
+  content: Type.Union([Type.String(), Type.Null()]),
   scope: Type.Optional(
     Type.Unsafe<"agent" | "global">({
       type: "string",
       enum: ["agent", "global"],
-      description: '"agent" (default): this agent\'s own memory; "global": memory shared by every agent in the project.',
+      description: '"agent" (default) or "global"',
     }),
   ),
 });
@@ -23,8 +21,7 @@ const Params = Type.Object({
 export const memoryWrite = defineTool({
   name: "memory_write",
   description:
-    "Append content to persistent memory (agent scope by default, or global). Entries are timestamped automatically; " +
-    "an exact repeat of the last entry is skipped. Use it for facts worth keeping across sessions.",
+    "Append to persistent memory; entries are timestamped, empty content and an exact repeat of the last entry skipped.",
   params: Params,
   touches: (input, scope) => [memoryPathForScope(scope.paths.memoryDir, input.scope ?? "agent", scope.agent.name)],
   async execute(input: Static<typeof Params>, ctx) {

@@ -22,9 +22,9 @@ const READ_CAP: OutputCap = { max: READ_MAX_BYTES, measure: (text) => Buffer.byt
 
 const Params = Type.Object(
   {
-    file: Type.String({ description: "Absolute path to the file (a path relative to the workspace root also works)" }),
-    offset: Type.Optional(Type.Integer({ minimum: 1, description: "1-indexed line number to start from (text files only)" })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, description: "Number of lines to read (text files only)" })),
+    file: Type.String({ description: "Absolute path" }),
+    offset: Type.Optional(Type.Integer({ minimum: 1, description: "1-indexed start line (text files only)" })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, description: "Number of lines (text files only)" })),
   },
   { additionalProperties: false },
 );
@@ -32,9 +32,8 @@ const Params = Type.Object(
 export const readFile = defineTool({
   name: "read_file",
   description:
-    "Read a file. Text comes back line-numbered (`   1 | text`); without offset/limit at most the first " +
-    `${DEFAULT_READ_LINES} lines are shown; offset/limit lift that cap (one answer holds at most 256 KB). Images and audio are attached when the model accepts them. ` +
-    "Reading a file is required before write_file/edit_file may change it.",
+    `Read a file, line-numbered; without offset/limit only the first ${DEFAULT_READ_LINES} lines. ` +
+    "Images/audio go to the model if it supports them. Needed before write_file/edit_file.",
   params: Params,
   readOnly: true,
   reaches: (input) => input.file,

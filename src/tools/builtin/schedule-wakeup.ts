@@ -5,12 +5,12 @@ import { ToolError } from "../../errors.js";
 const Params = Type.Object(
   {
     time: Type.Union([Type.String(), Type.Number()], {
-      description: 'Delay: "30m", "90s", "2h", or a bare number (= minutes, decimals allowed: "0.5"). "0" disables and removes any existing schedule. Longest: 30 days.',
+      description: 'Delay: "30m", "90s", "2h", or a bare number (= minutes). "0" disables and removes any existing schedule.',
     }),
     message: Type.Optional(
-      Type.String({ description: "Text delivered to you as a new user turn when the timer fires. Required when time > 0." }),
+      Type.String({ description: "New user turn text; required when time > 0" }),
     ),
-    loop: Type.Optional(Type.Boolean({ description: "If true, re-arm and fire every `time` until cancelled. Default false." })),
+    loop: Type.Optional(Type.Boolean({ description: "Re-arm and fire every time until cancelled" })),
   },
   { additionalProperties: false },
 );
@@ -23,7 +23,7 @@ const Params = Type.Object(
 export const scheduleWakeup = defineTool({
   name: "schedule_wakeup",
   description:
-    "Schedule a self wake-up. After the delay elapses, the runtime injects `message` as a new user turn on this session, so you resume autonomously after ending your current turn. One schedule per session: arming a new one replaces the previous. `loop: true` repeats every `time` until cancelled; `time: \"0\"` cancels.",
+    "Schedule a self wake-up: after the delay, message arrives as a new user turn. One schedule per session; a new one replaces it.",
   params: Params,
   async execute(input, ctx) {
     const wakeups = ctx.services.wakeups;

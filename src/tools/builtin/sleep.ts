@@ -6,7 +6,7 @@ const MAX_SECONDS = 300;
 
 const Params = Type.Object(
   {
-    seconds: Type.Number({ minimum: 0, maximum: MAX_SECONDS, description: `Seconds to wait (max: ${MAX_SECONDS})` }),
+    seconds: Type.Number({ minimum: 0, maximum: MAX_SECONDS }),
   },
   { additionalProperties: false },
 );
@@ -14,7 +14,7 @@ const Params = Type.Object(
 /** Waits on the injected clock; counts against wall time, not iterations. Cancel interrupts it. */
 export const sleep = defineTool({
   name: "sleep",
-  description: `Wait for a number of seconds (max ${MAX_SECONDS}). Useful for polling loops or rate-limiting.`,
+  description: "Wait N seconds (counts against the time limit, not iterations).",
   params: Params,
   readOnly: true,
   async execute(input, ctx) {

@@ -8,7 +8,7 @@ const MARKER: Record<TodoItem["status"], string> = { completed: "[x]", in_progre
 
 export const todoRead = defineTool({
   name: "todo_read",
-  description: "Read the current todo list for this session, with each item's status and priority.",
+  description: "Read the current todo list",
   params: Params,
   readOnly: true,
   async execute(_input, ctx) {

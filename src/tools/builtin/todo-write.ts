@@ -14,34 +14,22 @@ export const MAX_TODO_CONTENT_CHARS = 1000;
 
 const Todo = Type.Object(
   {
-    id: Type.String({ minLength: 1, maxLength: MAX_TODO_ID_CHARS, description: 'Stable identifier of the item, unique within the list (e.g. "1").' }),
-    content: Type.String({ minLength: 1, maxLength: MAX_TODO_CONTENT_CHARS, description: `What the task is, in one line (at most ${MAX_TODO_CONTENT_CHARS} chars).` }),
-    status: Type.Unsafe<TodoItem["status"]>({
-      type: "string",
-      enum: ["pending", "in_progress", "completed"],
-      description: '"pending", "in_progress" or "completed".',
-    }),
-    priority: Type.Unsafe<TodoItem["priority"]>({
-      type: "string",
-      enum: ["high", "medium", "low"],
-      description: '"high", "medium" or "low".',
-    }),
+    // Unique within the list; the caps and enums speak for themselves to the model.
+    id: Type.String({ minLength: 1, maxLength: MAX_TODO_ID_CHARS }),
+    content: Type.String({ minLength: 1, maxLength: MAX_TODO_CONTENT_CHARS }),
+    status: Type.Unsafe<TodoItem["status"]>({ type: "string", enum: ["pending", "in_progress", "completed"] }),
+    priority: Type.Unsafe<TodoItem["priority"]>({ type: "string", enum: ["high", "medium", "low"] }),
   },
-  { description: "One todo item; other fields are ignored." },
 );
 
 const Params = Type.Object({
-  todos: Type.Array(Todo, {
-    maxItems: MAX_ITEMS,
-    description: "The whole todo list; it replaces the previous one (send [] to clear it).",
-  }),
+  todos: Type.Array(Todo, { maxItems: MAX_ITEMS }),
 });
 
 export const todoWrite = defineTool({
   name: "todo_write",
   description:
-    "Write the structured todo list for the current task. Send the whole list each time (it replaces the previous one); " +
-    "mark one item in_progress while you work on it and completed when done.",
+    "Write the todo list for the current task (replaces the previous one).",
   params: Params,
   async execute(input: Static<typeof Params>, ctx) {
     const seen = new Map<string, number>();

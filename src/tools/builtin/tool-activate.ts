@@ -5,7 +5,7 @@ import { sessionToolset } from "./tool-search.js";
 
 const Params = Type.Object(
   {
-    name: Type.String({ description: "Exact tool name to activate (as returned by tool_search)" }),
+    name: Type.String({ description: "Exact tool name (from tool_search)" }),
   },
   { additionalProperties: false },
 );
@@ -18,7 +18,7 @@ const Params = Type.Object(
 export const toolActivate = defineTool({
   name: "tool_activate",
   description:
-    "Make a custom tool callable by loading its full schema into the active tool list (from your next step on). Call this after tool_search once you have decided to use a tool.",
+    "Make a custom tool callable (load into active tool list) from the next call on.",
   params: Params,
   async execute(input, ctx) {
     const result = await sessionToolset(ctx).activate(input.name);

@@ -9,7 +9,7 @@ const MAX_RESULTS = 20;
 
 const Params = Type.Object(
   {
-    query: Type.String({ description: "Search term (matches name and description; every word must match, case-insensitive)" }),
+    query: Type.String(),
   },
   { additionalProperties: false },
 );
@@ -18,7 +18,7 @@ const Params = Type.Object(
 export const toolSearch = defineTool({
   name: "tool_search",
   description:
-    "Search the available tools (built-in and custom) by name and description. Returns the full schemas (name, description, input_schema) of the matches. Read-only: searching does not make a tool callable; call tool_activate for that.",
+    "Search tools by name or description; returns full schemas. Read-only: does not make any tool callable.",
   params: Params,
   readOnly: true,
   async execute(input, ctx) {

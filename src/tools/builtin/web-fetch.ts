@@ -14,18 +14,18 @@ const PAGE_CACHE_KEY = "web_fetch.pages";
 const web = () => import("../shared/web/lazy.js");
 
 const Params = Type.Object({
-  url: Type.String({ minLength: 1, description: "The http:// or https:// URL to fetch." }),
+  url: Type.String({ minLength: 1 }),
   mode: Type.Optional(
     Type.Unsafe<"text" | "json" | "base64">({
       type: "string",
       enum: ["text", "json", "base64"],
-      description: '"text" (default): readable text, HTML tags stripped; "json": parsed and pretty-printed; "base64": the raw bytes, base64-encoded.',
+      description: '"text" (default, HTML tags stripped), "json" (parsed + pretty-printed) or "base64"',
     }),
   ),
   page: Type.Optional(
     Type.Integer({
       minimum: 1,
-      description: `1-indexed page (default 1). Text responses are paginated at ${PAGE_SIZE} chars per page; only honored in text mode.`,
+      description: `1-indexed; text mode is paginated at ${PAGE_SIZE} chars per page`,
     }),
   ),
 });
@@ -33,9 +33,7 @@ const Params = Type.Object({
 export const webFetch = defineTool({
   name: "web_fetch",
   description:
-    "Fetch a URL over http(s). Text mode (default) returns the page's readable text as light markdown, " +
-    `paginated at ${PAGE_SIZE} chars (ask for page N to continue; later pages come from a cache). ` +
-    "Private, loopback and link-local addresses are refused.",
+    "Fetch a URL (private addresses refused).",
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {

@@ -10,15 +10,15 @@ const RATE_LIMIT_STATUSES = new Set([202, 403, 429]);
 const BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
 
 const Params = Type.Object({
-  query: Type.String({ minLength: 1, description: "Search query." }),
+  query: Type.String({ minLength: 1 }),
   numResults: Type.Optional(
-    Type.Integer({ minimum: 1, description: `Number of results (default ${DEFAULT_RESULTS}, max ${MAX_RESULTS}; larger values are capped).` }),
+    Type.Integer({ minimum: 1, description: `Default ${DEFAULT_RESULTS}, max ${MAX_RESULTS} (more is capped)` }),
   ),
 });
 
 export const webSearch = defineTool({
   name: "web_search",
-  description: "Search the web with DuckDuckGo (no API key). Returns titles, URLs and snippets; fetch a result with web_fetch.",
+  description: "DuckDuckGo search: titles, URLs, snippets.",
   params: Params,
   readOnly: true,
   async execute(input: Static<typeof Params>, ctx) {

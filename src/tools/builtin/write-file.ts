@@ -6,8 +6,8 @@ import { formatSize } from "../shared/text-view.js";
 
 const Params = Type.Object(
   {
-    file: Type.String({ description: "Absolute path to the file (a path relative to the workspace root also works)" }),
-    content: Type.String({ description: "Content to write" }),
+    file: Type.String({ description: "Absolute path" }),
+    content: Type.String(),
   },
   { additionalProperties: false },
 );
@@ -15,8 +15,7 @@ const Params = Type.Object(
 export const writeFile = defineTool({
   name: "write_file",
   description:
-    "Create or overwrite a file (parent folders are created). An existing file must have been read with read_file " +
-    "in this session first, and is refused if it changed on disk since. The write is atomic and goes through symlinks.",
+    "Create or overwrite a file (parent dirs created). An existing file must have been read with read_file, and unchanged on disk since. Atomic.",
   params: Params,
   reaches: (input) => input.file,
   touches: (input, scope) => [resolveToolPath(scope.workspace, input.file)],

@@ -38,9 +38,11 @@ export function createRouter(llm: FakeLlm) {
   };
 }
 
+/** The request's system prompt: its leading system messages (prompt, then a sub-agent's objective). */
 export function systemPrompt(req: FakeRequest): string {
-  const first = req.body?.messages?.[0];
-  return first?.role === "system" ? String(first.content) : "";
+  const messages: { role: string; content: unknown }[] = req.body?.messages ?? [];
+  const leading = messages.slice(0, Math.max(0, messages.findIndex((m) => m.role !== "system")));
+  return leading.map((m) => String(m.content)).join("\n\n");
 }
 
 /** The request's last message content (as text). */

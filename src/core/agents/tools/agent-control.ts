@@ -17,26 +17,21 @@ const BUDGET_KEYS = ["max_tokens", "max_wall_seconds", "max_spawn_depth", "max_i
 const UPDATE_KEYS = ["reasoning", "budget_override"];
 
 const Params = Type.Object({
-  sessionId: Type.String({ minLength: 1, description: "The sub-agent's session ID (from agent_spawn)." }),
+  sessionId: Type.String({ minLength: 1 }),
   action: Type.Union(
     ["get-state", "get-summary", "stop", "update-session", "get-last-message"].map((a) => Type.Literal(a)),
-    { description: "One of get-state, get-summary, stop, update-session, get-last-message." },
+    { description: "get-summary is a paid LLM call" },
   ),
   params: Type.Optional(
     Type.Object(
       {
         reasoning: Type.Optional(ReasoningSchema),
         budget_override: Type.Optional(
-          Type.Object(
-            Object.fromEntries(
-              BUDGET_KEYS.map((k) => [k, Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: `${k} (null removes the override)` }))]),
-            ),
-            { description: "update-session: per-session budget caps { max_tokens?, max_wall_seconds?, max_spawn_depth?, max_iterations? }; applied immediately." },
-          ),
+          Type.Object(Object.fromEntries(BUDGET_KEYS.map((k) => [k, Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]))]))),
         ),
-        full_steps: Type.Optional(Type.Boolean({ description: "get-last-message: return every assistant message and tool call since the last user turn." })),
+        full_steps: Type.Optional(Type.Boolean()),
       },
-      { description: "Action-specific args: update-session takes reasoning and/or budget_override; get-last-message takes full_steps." },
+      { description: "update-session: reasoning (next turn), budget_override (at once; null removes a cap). get-last-message: full_steps" },
     ),
   ),
 });
@@ -51,8 +46,7 @@ type ControlParams = { reasoning?: ReasoningConfig; budget_override?: Record<str
 export const agentControl = defineTool({
   name: "agent_control",
   description:
-    "Inspect, update or stop a sub-agent session you spawned. Actions: get-state (cheap counters), get-summary (paid model call: 2-3 sentence summary), " +
-    "stop (cooperative cancel, idempotent), update-session (params.reasoning applies next turn; params.budget_override applies immediately), get-last-message (params.full_steps for the whole last turn).",
+    "Inspect (get-state / get-summary / get-last-message), update (reasoning / budget), or stop a subagent",
   params: Params,
   async execute(input, ctx) {
     const service = multiAgent(ctx);
@@ -126,6 +120,7 @@ async function updateSession(target: SessionRow, params: ControlParams, ctx: Too
   }
   // Written by the caller's run: refused once that run lost the caller's session.
   const row = await ctx.otherSessions.update(target.id, patch);
+  if (patch.budget_override !== undefined) service.deps.sessions.budgetChanged(target.id);
   return {
     output: xmlEnvelope([
       ["session-id", row.id],

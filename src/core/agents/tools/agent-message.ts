@@ -7,26 +7,17 @@ import { defineTool } from "../../../tools/define.js";
 import { xmlEnvelope } from "../../../tools/format.js";
 
 const Params = Type.Object({
-  sessionId: Type.String({ minLength: 1, description: "Session ID of the target sub-agent (from agent_spawn)." }),
-  message: Type.String({ description: "Message content." }),
+  sessionId: Type.String({ minLength: 1, description: "Target session (from agent_spawn)" }),
+  message: Type.String(),
   async_inform: Type.Optional(
     Type.Boolean({
       description:
-        "If true, return a static notice immediately and dispatch the turn in the background. End your turn after the notice: the sub-agent's response will be delivered as a new user message. A SECOND async_inform to a target with an in-flight dispatch returns the FIRST mid-run text response, NOT the final response. Default false (sync).",
+        "Return a notice at once; end your turn after the notice, the reply arrives as a new user message. " +
+        "A SECOND async_inform to a target with an in-flight dispatch returns the FIRST mid-run text response, NOT the final response.",
     }),
   ),
-  timeout: Type.Optional(
-    Type.Integer({
-      minimum: 1,
-      description: `Sync-mode timeout in seconds (default ${DEFAULT_SYNC_TIMEOUT_SECONDS}). On timeout you get a TIMEOUT error and the sub-agent keeps running. Ignored with async_inform: true.`,
-    }),
-  ),
-  full_steps: Type.Optional(
-    Type.Boolean({
-      description:
-        "When true, the reply is a per-line log of every assistant text and tool call the sub-agent produced for this message (sync, or an async message that starts a dispatch chain; ignored on follow-up async messages). Default false.",
-    }),
-  ),
+  timeout: Type.Optional(Type.Integer({ minimum: 1, description: `Sync-mode timeout in seconds (default ${DEFAULT_SYNC_TIMEOUT_SECONDS})` })),
+  full_steps: Type.Optional(Type.Boolean({ description: "Reply with a per-line log of all assistant text + tool calls (not on follow-up async messages)" })),
 });
 
 /**
@@ -38,8 +29,7 @@ const Params = Type.Object({
 export const agentMessage = defineTool({
   name: "agent_message",
   description:
-    "Send a message to a sub-agent session (the target agent is taken from the session). By default waits for the reply (timeout 600 s). " +
-    "With async_inform: true returns a notice at once and the reply arrives later in your session as a new user message.",
+    "Send a message to a subagent session (sync by default; async_inform: true for fire-and-forget).",
   params: Params,
   async execute(input, ctx) {
     const service = multiAgent(ctx);

@@ -22,31 +22,15 @@ const LEGACY_KEYS: Record<string, string> = {
 };
 
 const Params = Type.Object({
-  agent: Type.String({ minLength: 1, description: "Name of the agent to start (an agent folder under .veil/agents, or \"default\")." }),
-  instance_name: Type.String({
-    minLength: 1,
-    description: "Unique label for this sub-agent under your session (lets you address it by name, e.g. via agent_control).",
-  }),
-  objective: Type.String({ minLength: 1, description: "What this sub-agent should accomplish; injected into its system prompt under ## Objective." }),
-  success_criteria: Type.Optional(Type.String({ description: "Optional completion guideline; injected into its system prompt under ## Success Criteria." })),
-  overrides: Type.Optional(
-    Type.Object(
-      { reasoning: Type.Optional(ReasoningSchema) },
-      { description: "Per-spawn LLM config. Accepts only { reasoning: { effort, max_tokens? } } (the spawned session's reasoning; per-session beats the agent default)." },
-    ),
-  ),
+  agent: Type.String({ minLength: 1 }),
+  instance_name: Type.String({ minLength: 1, description: "Unique label for this subagent under the caller" }),
+  objective: Type.String({ minLength: 1, description: "What this subagent should accomplish; injected into its system prompt under ## Objective" }),
+  success_criteria: Type.Optional(Type.String({ description: "Completion guideline; injected under ## Success Criteria" })),
+  overrides: Type.Optional(Type.Object({ reasoning: Type.Optional(ReasoningSchema) }, { description: "Per-spawn LLM config (reasoning only)" })),
   initial_message: Type.Optional(
     Type.Object(
-      {
-        message: Type.String({ description: "The first message for the sub-agent." }),
-        async_inform: Type.Optional(
-          Type.Boolean({
-            description:
-              "If true, return at once; the sub-agent's final reply is delivered to your session as a new user message when ready. Default false: wait for the first turn's reply.",
-          }),
-        ),
-      },
-      { description: "{ message, async_inform? }. If absent, the session is created and no model turn fires (zero tokens)." },
+      { message: Type.String(), async_inform: Type.Optional(Type.Boolean()) },
+      { description: "If absent, no LLM turn fires. async_inform: true returns at once; the reply comes later as a new user message" },
     ),
   ),
 });
@@ -59,9 +43,7 @@ const Params = Type.Object({
 export const agentSpawn = defineTool({
   name: "agent_spawn",
   description:
-    "Start a new session with a sub-agent and get its session id back. Required: agent, instance_name (unique under you), objective. " +
-    "With initial_message the sub-agent starts working: by default you wait for its first reply; with async_inform: true its reply arrives later as a new user message. " +
-    "Without initial_message no model turn fires. Inspect, update or stop sub-agents with agent_control; talk to them with agent_message.",
+    "Start a new chat session with a subagent, get its sessionId back.",
   params: Params,
   async execute(input, ctx) {
     refuseLegacyKeys(input as Record<string, unknown>);
