@@ -43,6 +43,7 @@ export interface RawSession extends TokenUsage {
   title: string | null;
   origin: string;
   ephemeral: Flag;
+  owner_key: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -115,6 +116,7 @@ export function sessionFromRaw(raw: RawSession): SessionRow {
     title: raw.title,
     origin: raw.origin,
     ephemeral: flag(raw.ephemeral),
+    owner_key: raw.owner_key ?? null,
     created_at: raw.created_at,
     updated_at: raw.updated_at,
   };

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { MIGRATIONS_TABLE, runMigrations, type Migration } from "../migrations.js";
+import { PG_ACCESS_SCHEMA } from "./access-sql.js";
 import { FENCE_FUNCTION } from "./fenced-sql.js";
 
 /** A PostgreSQL step: an SQL script. */
@@ -208,6 +209,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 3, name: "cluster: leases, wake-up claims, remote methods", up: CLUSTER },
   { version: 4, name: "cluster: the lease fence inside single-statement writes", up: FENCE_FUNCTION },
   { version: 5, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
+  { version: 6, name: "access: api keys, session owners, request counters and audit", up: PG_ACCESS_SCHEMA },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */
