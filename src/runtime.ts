@@ -7,6 +7,8 @@ import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
 import { createLogger, type Logger } from "./base/log.js";
+import { KeyService } from "./core/access/keys.js";
+import { SessionOwners } from "./core/access/owners.js";
 import { MULTI_AGENT_SERVICE, MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode, newNodeId } from "./core/cluster/node.js";
@@ -89,6 +91,10 @@ export interface Runtime {
   wakeups: WakeupService;
   remoteMethods: RemoteMethodService;
   streamTokens: StreamTokens;
+  /** API keys (hash lookups with a one-second cache, spend, request windows). */
+  keys: KeyService;
+  /** Which key owns each session (for ownership checks and the SSE fan-out). */
+  owners: SessionOwners;
   multiAgent: MultiAgentService;
   /** Lifecycle hooks (PreToolUse… ); `veil mcp` runs its calls through them too. */
   hooks: HookRunner;
@@ -162,7 +168,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     return { llm, wakeups, remoteMethods, selfAddress, ...options.toolServices, extensions: new Map([[MULTI_AGENT_SERVICE, multiAgent]]) };
   };
-  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks });
+  const keys = new KeyService({ store, clock, ids });
+  const owners = new SessionOwners(store);
+  const keyBudgetSpent = async (ownerKey: string) => {
+    const principal = await keys.principalOf(ownerKey);
+    return principal ? keys.overBudget(principal) : false;
+  };
+  const sessions = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, keyBudgetSpent });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
   const cluster = clusterStore && nodeId ? new ClusterNode({ store: clusterStore, sessions, events, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) }) : null;
@@ -199,6 +211,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     wakeups,
     remoteMethods,
     streamTokens,
+    keys,
+    owners,
     multiAgent,
     hooks,
     sweeper,

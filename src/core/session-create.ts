@@ -36,6 +36,7 @@ export async function createSession(deps: Omit<SessionManagerDeps, "services">, 
     title: chosenTitle(input.title ?? null),
     origin: input.origin ?? "api",
     ephemeral: input.ephemeral === true,
+    owner_key: input.owner_key ?? null,
   };
   const created = await deps.store.createSession(row);
   await recordSessionStart(deps.hooks, writerFor(created.id), "startup");

@@ -20,6 +20,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   llm: LlmClient;
   /** Lifecycle hooks; absent: none. */
   hooks?: HookRunner;
+  /** True once the API key that owns a session has spent its budget (its runs then stop at the next step); absent: no key budgets. */
+  keyBudgetSpent?: (ownerKey: string) => Promise<boolean>;
 }
 
 export interface CreateSessionInput {
@@ -39,6 +41,8 @@ export interface CreateSessionInput {
   origin?: string;
   /** A one-shot caller's session: closed once idle for limits.idleSessionTtl unless continued. */
   ephemeral?: boolean;
+  /** The API key the session belongs to (a sub-agent gets its parent's). */
+  owner_key?: string | null;
 }
 
 export interface SendOptions {

@@ -27,6 +27,8 @@ function publicRow(row: SessionRow, contextWindow: number) {
     context_window: contextWindow,
     token_usage: row.token_usage,
     cost_usd: row.cost_usd,
+    /** The API key the session belongs to (null: made with the server secret). */
+    owner_key: row.owner_key,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
