@@ -82,6 +82,8 @@ async function main(): Promise<number> {
       return (await import("./cli/sessions.js")).sessionsCloseCommand(command, io);
     case "sessions prune":
       return (await import("./cli/sessions.js")).sessionsPruneCommand(command, io);
+    case "keys":
+      return (await import("./cli/keys.js")).keysCommand(command, io);
   }
 }
 

@@ -145,6 +145,23 @@ export class KeyService {
   }
 }
 
+/** A key as the API and the CLI show it: never its value (only its first characters, `prefix`). */
+export function keyView(row: ApiKeyRow, spentUsd: number) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: row.scopes,
+    agents: row.agents,
+    requestsPerMinute: row.requests_per_minute,
+    budgetUsd: row.budget_usd,
+    spentUsd,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
 function checkInput(input: KeyInput, now: number): void {
   const bad = (message: string) => new VeilError("VALIDATION_ERROR", message);
   if (typeof input.name !== "string" || input.name.trim() === "") throw bad("name: a non-empty string");

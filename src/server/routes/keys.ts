@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { Type, type Static } from "../../schema.js";
-import type { ApiKeyRow, RequestAuditRow } from "../../store/store.js";
+import type { RequestAuditRow } from "../../store/store.js";
+import { keyView } from "../../core/access/keys.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseSequence } from "../sse.js";
@@ -17,23 +18,6 @@ export const KeyBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** A key as the API shows it: never its value (only its first characters, `prefix`). */
-export function publicKey(row: ApiKeyRow, spentUsd: number) {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: row.scopes,
-    agents: row.agents,
-    requestsPerMinute: row.requests_per_minute,
-    budgetUsd: row.budget_usd,
-    spentUsd,
-    expiresAt: row.expires_at,
-    createdAt: row.created_at,
-    revokedAt: row.revoked_at,
-  };
-}
-
 export function publicAuditEntry(row: RequestAuditRow) {
   return { seq: row.seq, at: row.at, key: row.key_id, method: row.method, path: row.path, status: row.status, ...(row.session_id ? { sessionId: row.session_id } : {}) };
 }
@@ -48,16 +32,16 @@ export function keyRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.post("/keys", async (c) => {
     const body = await jsonBody<Static<typeof KeyBody>>(c, KeyBody);
     const { row, key } = await keys.create(body);
-    return c.json({ ...publicKey(row, 0), key }, 201);
+    return c.json({ ...keyView(row, 0), key }, 201);
   });
-  app.get("/keys", async (c) => c.json({ keys: (await keys.list()).map(({ row, spentUsd }) => publicKey(row, spentUsd)) }));
+  app.get("/keys", async (c) => c.json({ keys: (await keys.list()).map(({ row, spentUsd }) => keyView(row, spentUsd)) }));
   app.get("/keys/:id", async (c) => {
     const { row, spentUsd } = await keys.get(c.req.param("id"));
-    return c.json(publicKey(row, spentUsd));
+    return c.json(keyView(row, spentUsd));
   });
   app.delete("/keys/:id", async (c) => {
     const row = await keys.revoke(c.req.param("id"));
-    return c.json(publicKey(row, await keys.spent(row.id)));
+    return c.json(keyView(row, await keys.spent(row.id)));
   });
   app.get("/audit", async (c) => {
     const after = parseSequence(c.req.query("after"), "after") ?? 0;
