@@ -1,5 +1,6 @@
 /** The signed-in dashboard: session tree, chat, side panel, remote dialogs, and the two live streams. */
 import type { Api } from "./api.js";
+import { AdminView, canAdminister } from "./admin-view.js";
 import { ChatView } from "./chat-view.js";
 import { ConnectionIndicator, pauseWhileHidden } from "./connection.js";
 import { h } from "./dom.js";
@@ -78,10 +79,15 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     (filter) => sessions.setFilter(filter),
     (query) => sessions.setQuery(query),
   );
+  const admin = new AdminView(api);
+  const adminButton = h("button", { type: "button", testid: "admin-open", hidden: true, onclick: () => void admin.show() }, "Keys");
+  // Only a credential that may manage keys sees the button (any other gets 403 from /keys).
+  void canAdminister(api).then((allowed) => (adminButton.hidden = !allowed), () => undefined);
   root.replaceChildren(
-    topbar(connection.el, sandboxBadge(api), signOut),
+    topbar(connection.el, sandboxBadge(api), adminButton, signOut),
     h("div", { class: "layout" }, h("nav", { class: "sidebar", "aria-label": "Sessions" }, controls, sessions.el), h("main", { class: "main" }, head.el, chat.el), panels.el),
     dialogs.el,
+    admin.el,
   );
 
   const onKey = (event: KeyboardEvent) => {
@@ -113,7 +119,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   };
 }
 
-function topbar(connection: HTMLElement, sandbox: HTMLElement, signOut: () => void): HTMLElement {
+function topbar(connection: HTMLElement, sandbox: HTMLElement, admin: HTMLElement, signOut: () => void): HTMLElement {
   const toggle = (cls: string) => () => document.body.classList.toggle(cls);
   return h(
     "header",
@@ -125,6 +131,7 @@ function topbar(connection: HTMLElement, sandbox: HTMLElement, signOut: () => vo
     h("span", { class: "spacer" }),
     h("button", { type: "button", class: "only-narrow", onclick: toggle("show-panels") }, "Details"),
     themeToggle(),
+    admin,
     h("button", { type: "button", onclick: signOut }, "Sign out"),
   );
 }
