@@ -6,29 +6,7 @@
  */
 import { ApiError, type Api } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
-
-interface KeyRow {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  agents: string[] | null;
-  requestsPerMinute: number | null;
-  budgetUsd: number | null;
-  spentUsd: number;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
-
-interface AuditEntry {
-  seq: number;
-  at: string;
-  key: string;
-  method: string;
-  path: string;
-  status: number;
-  sessionId?: string;
-}
+import type { ApiKey as KeyRow, AuditEntry } from "../../src/client/types.js";
 
 const usd = (n: number) => `$${n.toFixed(4)}`;
 
