@@ -43,7 +43,14 @@ export function sessionOfRequest(path: string, query: (name: string) => string |
   if (path === "/sessions/close") return undefined;
 
   const match = /^\/sessions\/([^/]+)/.exec(path);
-  if (match) return decodeURIComponent(match[1]!);
+  if (match) {
+    try {
+      return decodeURIComponent(match[1]!);
+    } catch {
+      // A malformed escape names no session; the route answers it.
+      return match[1]!;
+    }
+  }
   return path === "/events" ? query("session") || undefined : undefined;
 }
 
