@@ -145,6 +145,25 @@ describe("API keys", () => {
     expect(seen.some((m) => m.data?.type === "chat.message" && String(m.data.content ?? "").includes("for alice"))).toBe(false);
   });
 
+  it("close and rename only their own sessions: bulk closes report another key's ids as not found", async () => {
+    const server = await setup();
+    const alice = as(server, (await createKey(server, { name: "a", scopes: ["chat"] })).key);
+    const bob = as(server, (await createKey(server, { name: "b", scopes: ["chat"] })).key);
+    const hers = await newSession(alice);
+    const his = await newSession(bob);
+    const byQuery = (await (await bob(`/sessions?ids=${hers},${his}`, { method: "DELETE" })).json()) as { closed: { id: string }[]; notFound: string[] };
+    expect(byQuery.closed.map((s) => s.id)).toEqual([his]);
+    expect(byQuery.notFound).toEqual([hers]);
+    const byBody = (await (await bob("/sessions/close", post({ ids: [hers] }))).json()) as { closed: unknown[]; notFound: string[] };
+    expect(byBody).toEqual({ closed: [], notFound: [hers] });
+    const pruned = (await (await bob("/sessions/close", post({ idle: "0s" }))).json()) as { closed: unknown[] };
+    expect(pruned.closed).toEqual([]);
+    expect(((await (await alice(`/sessions/${hers}`)).json()) as { status: string }).status).toBe("idle");
+    expect((await bob(`/sessions/${hers}`, { method: "PATCH", body: JSON.stringify({ title: "mine now" }) })).status).toBe(404);
+    const renamed = await alice(`/sessions/${hers}`, { method: "PATCH", body: JSON.stringify({ title: "my title" }) });
+    expect(((await renamed.json()) as { title: string }).title).toBe("my title");
+  });
+
   it("limit the agents a key may start: 403 for any other", async () => {
     const server = await setup({ files: { ".veil/agents/helper/agent.json": JSON.stringify({ description: "helper" }) } });
     const client = as(server, (await createKey(server, { name: "k", scopes: ["chat"], agents: ["default"] })).key);
