@@ -125,4 +125,15 @@ describe("keys on streams, stream tokens, remote methods and the OpenAI wire", (
     expect((await bob(`/sessions/${children[0]!.id}`)).status).toBe(404);
     expect((await server.fetch(`/sessions/${children[0]!.id}`)).status).toBe(200);
   });
+
+  it("a key's agent cannot message another key's session with agent_message: to it, that session does not exist", async () => {
+    const { alice, aliceSession, bobSession } = await twoKeys();
+    h!.llm.enqueue(reply().tool("agent_message", { sessionId: bobSession, message: "hello bob" }).stop(), reply().text("could not").stop());
+    expect((await alice(`/sessions/${aliceSession}/chat`, post({ message: "write to bob" }))).status).toBe(200);
+    const toolResult = h!.llm.completionRequests[1]!.body.messages.at(-1) as { role: string; content: string };
+    expect(toolResult.role).toBe("tool");
+    expect(toolResult.content).toMatch(/SESSION_NOT_FOUND/);
+    const bobs = (await h!.runtime.store.listMessages(bobSession)).filter((m) => m.role === "user");
+    expect(bobs).toEqual([]);
+  });
 });
