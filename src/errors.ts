@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   SCHEDULE_NOT_FOUND: 404,
   /** POST /webhooks/<name> for a name settings.webhooks.in does not define. */
   WEBHOOK_NOT_FOUND: 404,
+  /** An API key id that does not exist (GET/DELETE /keys/:id). */
+  KEY_NOT_FOUND: 404,
   not_found: 409,
   SESSION_CLOSED: 409,
   SESSION_SUSPENDED: 409,
@@ -34,6 +36,7 @@ export const ERROR_STATUS = {
   HOOK_BLOCKED: 400,
   /** A budget (cost, key spend) is used up: 402 over HTTP, whatever the budget. */
   BUDGET_EXCEEDED: 402,
+  /** A key's requestsPerMinute is used up; Retry-After says when the next window opens. */
   RATE_LIMITED: 429,
   /** The live-session cap (limits.maxLiveSessions) is reached: close sessions first. */
   TOO_MANY_SESSIONS: 429,

@@ -84,6 +84,8 @@ async function main(): Promise<number> {
       return (await import("./cli/sessions.js")).sessionsPruneCommand(command, io);
     case "schedules":
       return (await import("./cli/schedules.js")).schedulesCommand(command, io);
+    case "keys":
+      return (await import("./cli/keys.js")).keysCommand(command, io);
   }
 }
 

@@ -8,6 +8,8 @@ import { systemClock, type Clock } from "./base/clock.js";
 import type { EventBus } from "./base/events.js";
 import { randomIds, type IdGenerator } from "./base/ids.js";
 import { createLogger, type Logger } from "./base/log.js";
+import { KeyService } from "./core/access/keys.js";
+import { SessionOwners } from "./core/access/owners.js";
 import { MULTI_AGENT_SERVICE, MultiAgentService } from "./core/agents/service.js";
 import { allBuiltinTools } from "./core/builtins.js";
 import { ClusterNode, newNodeId } from "./core/cluster/node.js";
@@ -96,6 +98,10 @@ export interface Runtime {
   wakeups: WakeupService;
   remoteMethods: RemoteMethodService;
   streamTokens: StreamTokens;
+  /** API keys (hash lookups with a one-second cache, spend, request windows). */
+  keys: KeyService;
+  /** Which key owns each session (for ownership checks and the SSE fan-out). */
+  owners: SessionOwners;
   multiAgent: MultiAgentService;
   /** Lifecycle hooks (PreToolUse… ); `veil mcp` runs its calls through them too. */
   hooks: HookRunner;
@@ -176,6 +182,12 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     return { llm, wakeups, remoteMethods, selfAddress, ...options.toolServices, extensions: new Map([[MULTI_AGENT_SERVICE, multiAgent]]) };
   };
+  const keys = new KeyService({ store, clock, ids });
+  const owners = new SessionOwners(store);
+  const keyBudgetSpent = async (ownerKey: string) => {
+    const principal = await keys.principalOf(ownerKey);
+    return principal ? keys.overBudget(principal) : false;
+  };
   // What each turn changes in the workspace, seen by one tracker per runtime (sub-agents share the workspace).
   const checkpoints = new WorkspaceTracker(config.paths.workspace, trackerStateDir(config.paths.homeDir, config.paths.workspace), [config.paths.homeDir]);
   // The node places its sessions: the session manager reaches it, so it reaches the manager once that exists.
@@ -184,7 +196,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       ? new ClusterNode({ store: clusterStore, sessions: (): SessionManager => sessions, events, fences, eventWriter, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) })
       : null;
   const placement: SessionPlacement = cluster ?? singleNodePlacement(store);
-  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, placement, checkpoints });
+  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, placement, checkpoints, keyBudgetSpent });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
 
@@ -225,6 +237,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     wakeups,
     remoteMethods,
     streamTokens,
+    keys,
+    owners,
     multiAgent,
     hooks,
     sweeper,

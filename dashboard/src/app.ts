@@ -1,5 +1,6 @@
 /** The signed-in dashboard: session tree, chat, side panel, remote dialogs, and the two live streams. */
 import type { Api } from "./api.js";
+import { AdminView, canAdminister } from "./admin-view.js";
 import { ChatView } from "./chat-view.js";
 import { ConnectionIndicator, pauseWhileHidden } from "./connection.js";
 import { h } from "./dom.js";
@@ -85,11 +86,16 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     (filter) => sessions.setFilter(filter),
     (query) => sessions.setQuery(query),
   );
+  const admin = new AdminView(api);
+  const adminButton = h("button", { type: "button", testid: "admin-open", hidden: true, onclick: () => void admin.show() }, "Keys");
+  // Only a credential that may manage keys sees the button (any other gets 403 from /keys).
+  void canAdminister(api).then((allowed) => (adminButton.hidden = !allowed), () => undefined);
   root.replaceChildren(
-    topbar(connection.el, sandboxBadge(api), schedules.button, signOut),
+    topbar(connection.el, sandboxBadge(api), [schedules.button, adminButton], signOut),
     h("div", { class: "layout" }, h("nav", { class: "sidebar", "aria-label": "Sessions" }, controls, sessions.el), h("main", { class: "main" }, head.el, chat.el), panels.el),
     schedules.el,
     dialogs.el,
+    admin.el,
   );
 
   const onKey = (event: KeyboardEvent) => {
@@ -123,7 +129,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   };
 }
 
-function topbar(connection: HTMLElement, sandbox: HTMLElement, schedules: HTMLElement, signOut: () => void): HTMLElement {
+function topbar(connection: HTMLElement, sandbox: HTMLElement, buttons: readonly HTMLElement[], signOut: () => void): HTMLElement {
   const toggle = (cls: string) => () => document.body.classList.toggle(cls);
   return h(
     "header",
@@ -133,7 +139,7 @@ function topbar(connection: HTMLElement, sandbox: HTMLElement, schedules: HTMLEl
     connection,
     sandbox,
     h("span", { class: "spacer" }),
-    schedules,
+    ...buttons,
     h("button", { type: "button", class: "only-narrow", onclick: toggle("show-panels") }, "Details"),
     themeToggle(),
     h("button", { type: "button", onclick: signOut }, "Sign out"),

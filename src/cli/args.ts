@@ -40,6 +40,16 @@ export type SchedulesCommand = Common & {
   session?: string;
   enabled?: boolean;
 };
+export type KeysCommand = Common & {
+  kind: "keys";
+  action: "create" | "list" | "revoke";
+  json: boolean;
+  /** revoke: the key id. */
+  id?: string;
+  /** create: the new key's fields, as POST /keys takes them. */
+  create?: { name: string; scopes: string[]; agents?: string[]; requestsPerMinute?: number; budgetUsd?: number; expiresAt?: string };
+};
+
 export type SessionsCommand = Common & { kind: "sessions"; json: boolean; all: boolean; search?: string };
 export type SessionsCloseCommand = Common & { kind: "sessions close"; ids: string[]; json: boolean };
 export type SessionsPruneCommand = Common & { kind: "sessions prune"; idleMs: number; idle: string; dryRun: boolean; json: boolean };
@@ -53,6 +63,7 @@ export type Command =
   | SessionsCloseCommand
   | SessionsPruneCommand
   | SchedulesCommand
+  | KeysCommand
   | { kind: "help"; text: string }
   | { kind: "version" };
 
@@ -150,6 +161,22 @@ const COMMANDS: Record<string, CommandSpec> = {
       help: HELP,
     },
   },
+  keys: {
+    summary: "create, list or revoke the API keys of the workspace's store",
+    args: "create | list | revoke ID",
+    options: {
+      workspace: WORKSPACE,
+      name: { type: "string", value: "NAME", help: "create: what the key is for" },
+      scopes: { type: "string", value: "LIST", help: "create: read, chat and/or admin, comma-separated" },
+      agents: { type: "string", value: "LIST", help: "create: the only agents it may start, comma-separated (default: any)" },
+      "requests-per-minute": { type: "string", value: "N", help: "create: past this many requests a minute, 429" },
+      "budget-usd": { type: "string", value: "X", help: "create: once its sessions cost this much, chat answers 402" },
+      "expires-at": { type: "string", value: "ISO", help: "create: the key stops working at this time" },
+      json: JSON_OUT,
+      "log-format": LOG_FORMAT,
+      help: HELP,
+    },
+  },
   mcp: {
     summary: "serve an agent's built-in tools as an MCP server over stdio",
     options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent whose tools and permissions apply (default: default)" }, help: HELP },
@@ -224,6 +251,7 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
   if (values.help) return { kind: "help", text: usage };
   const common: Common = { workspace: (values.workspace as string | undefined) ?? cwd, logFormat: logFormat(values["log-format"], name, usage) };
   const json = Boolean(values.json);
+  if (name === "keys") return keysCommand(values, positionals, common, json, usage);
   if (name !== "run" && name !== "sessions close" && name !== "schedules" && positionals.length > 0) throw new UsageError(`veil ${name}: unexpected argument ${JSON.stringify(positionals[0])}`, usage);
   switch (name) {
     case "serve": {
@@ -288,6 +316,45 @@ function schedulesCommand(positionals: string[], values: Record<string, unknown>
   const everySeconds = every === undefined ? undefined : Number(every);
   if (everySeconds !== undefined && !Number.isFinite(everySeconds)) throw new UsageError(`veil schedules create: --every must be a number of seconds, got ${JSON.stringify(every)}`, usage);
   return { kind: "schedules", action, prompt, agent: (values.agent as string | undefined) ?? "default", cron, everySeconds, session: values.session as string | undefined, enabled: !values.disabled };
+}
+
+function keysCommand(values: Record<string, unknown>, positionals: string[], common: Common, json: boolean, usage: string): KeysCommand {
+  const [action, ...rest] = positionals;
+  const list = (raw: unknown) => (raw === undefined ? undefined : String(raw).split(",").map((s) => s.trim()).filter(Boolean));
+  const number = (option: string) => {
+    const raw = values[option];
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || String(raw).trim() === "") throw new UsageError(`veil keys: --${option} must be a number, got ${JSON.stringify(raw)}`, usage);
+    return n;
+  };
+  const extra = action === "revoke" ? rest.slice(1) : rest;
+  if (extra.length > 0) throw new UsageError(`veil keys: unexpected argument ${JSON.stringify(extra[0])}`, usage);
+  switch (action) {
+    case "list":
+      return { kind: "keys", action, ...common, json };
+    case "revoke":
+      if (!rest[0]) throw new UsageError("veil keys revoke: give the key's id (veil keys list shows them)", usage);
+      return { kind: "keys", action, ...common, json, id: rest[0] };
+    case "create": {
+      const name = values.name as string | undefined;
+      const scopes = list(values.scopes);
+      if (!name || !scopes?.length) throw new UsageError("veil keys create: give --name NAME and --scopes read,chat,admin", usage);
+      const agents = list(values.agents);
+      const requestsPerMinute = number("requests-per-minute");
+      const budgetUsd = number("budget-usd");
+      const expiresAt = values["expires-at"] as string | undefined;
+      return {
+        kind: "keys",
+        action,
+        ...common,
+        json,
+        create: { name, scopes, ...(agents ? { agents } : {}), ...(requestsPerMinute !== undefined ? { requestsPerMinute } : {}), ...(budgetUsd !== undefined ? { budgetUsd } : {}), ...(expiresAt ? { expiresAt } : {}) },
+      };
+    }
+    default:
+      throw new UsageError(action === undefined ? "veil keys: give create, list or revoke ID" : `veil keys: unknown action ${JSON.stringify(action)} (create, list or revoke)`, usage);
+  }
 }
 
 function parseOptions(name: string, spec: CommandSpec, args: string[], usage: string) {

@@ -1,6 +1,9 @@
 import { parseSse } from "./sse.js";
 import type {
   Agent,
+  ApiKey,
+  AuditEntry,
+  CreateKey,
   ChatOptions,
   ChatReply,
   Checkpoints,
@@ -27,7 +30,7 @@ import type {
 export interface VeilClientOptions {
   /** e.g. "http://127.0.0.1:7700" (a trailing slash is fine). */
   baseUrl: string;
-  /** The server secret (`veil serve` prints it once; stored in `.veil/secret`). */
+  /** The server secret (`veil serve` prints it once; stored in `.veil/secret`), or an API key (`veil_sk_…`). */
   secret: string;
   /** default: globalThis.fetch */
   fetch?: typeof fetch;
@@ -234,6 +237,19 @@ export class VeilClient {
     deliveries: async (filter: { status?: WebhookDelivery["status"]; limit?: number } = {}): Promise<WebhookDelivery[]> =>
       (await this.json<{ deliveries: WebhookDelivery[] }>("GET", `/webhooks/deliveries${query(filter)}`)).deliveries,
   };
+  /** API keys (admin only): the value of a new key is in `create`'s answer only. */
+  readonly keys = {
+    create: (key: CreateKey): Promise<ApiKey & { key: string }> => this.json("POST", "/keys", key),
+    list: async (): Promise<ApiKey[]> => (await this.json<{ keys: ApiKey[] }>("GET", "/keys")).keys,
+    get: (id: string): Promise<ApiKey> => this.json("GET", `/keys/${enc(id)}`),
+    /** Revokes at once (every node within a second); the key with its `revokedAt`. */
+    revoke: (id: string): Promise<ApiKey> => this.json("DELETE", `/keys/${enc(id)}`),
+  };
+
+  /** Every request that changed something, oldest first, after `after` (a seq); admin only. */
+  async audit(options: { after?: number; limit?: number } = {}): Promise<AuditEntry[]> {
+    return (await this.json<{ entries: AuditEntry[] }>("GET", `/audit${query(options)}`)).entries;
+  }
 
   /** A token for a browser EventSource URL (`?token=`): opens a stream within 60 s; that stream may reconnect for 24 h. */
   streamToken(path?: string): Promise<StreamToken> {

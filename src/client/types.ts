@@ -54,6 +54,8 @@ export interface Session {
   cost_usd: number;
   /** The session this one was forked from. */
   forked_from: string | null;
+  /** The API key the session belongs to (null: made with the server secret). */
+  owner_key: string | null;
   created_at: string;
   updated_at: string;
   [extra: string]: unknown;
@@ -277,4 +279,46 @@ export interface WebhookDelivery {
   lastError: string | null;
   createdAt: string;
   deliveredAt: string | null;
+}
+
+export type KeyScope = "read" | "chat" | "admin";
+
+/** `POST /keys`: what a new API key may do. */
+export interface CreateKey {
+  name: string;
+  scopes: KeyScope[];
+  /** The only agents it may start (default: any). */
+  agents?: string[];
+  requestsPerMinute?: number;
+  budgetUsd?: number;
+  /** ISO time after which it stops working. */
+  expiresAt?: string;
+}
+
+/** An API key as listed: never its value (only `prefix`, its first characters). */
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: KeyScope[];
+  agents: string[] | null;
+  requestsPerMinute: number | null;
+  budgetUsd: number | null;
+  /** What its sessions cost so far, USD. */
+  spentUsd: number;
+  expiresAt: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** One request that changed something (or tried to). */
+export interface AuditEntry {
+  seq: number;
+  at: string;
+  /** The key id, or "admin" for the server secret. */
+  key: string;
+  method: string;
+  path: string;
+  status: number;
+  sessionId?: string;
 }

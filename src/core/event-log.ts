@@ -18,6 +18,7 @@ export interface ReplayedEvent {
   /** seq or gseq, whichever the stream uses as its id. */
   id: number;
   type: string;
+  sessionId: string;
   wire: string;
 }
 
@@ -97,10 +98,10 @@ export class EventLog implements EventSink {
     const out: ReplayedEvent[] = [];
     for (const row of rows) {
       if (!matchesFilter(filter, { sessionId: row.session_id, type: row.type })) continue;
-      out.push({ id: byId(row), type: row.type, wire: wireJson({ type: row.type, sessionId: row.session_id, seq: row.seq, gseq: row.gseq, ts: row.ts }, row.data) });
+      out.push({ id: byId(row), type: row.type, sessionId: row.session_id, wire: wireJson({ type: row.type, sessionId: row.session_id, seq: row.seq, gseq: row.gseq, ts: row.ts }, row.data) });
     }
     // A page cut short by the type filter still moves the cursor past what was read.
-    if (rows.length > 0 && out.length === 0) out.push({ id: byId(rows.at(-1)!), type: "", wire: "" });
+    if (rows.length > 0 && out.length === 0) out.push({ id: byId(rows.at(-1)!), type: "", sessionId: "", wire: "" });
     return out;
   }
 

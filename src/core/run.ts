@@ -67,7 +67,10 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     const turn = await prepareRun(host.setup, session, perCall, live.resources, writer, live.budget);
     modelKey = turn.modelKey;
     await recorder.started();
-    await streamEngine(host, { id, live, run, recorder, inbox }, session, turn);
+    const owner = session.owner_key;
+    const keyBudgetSpent = host.deps.keyBudgetSpent;
+    const overBudget = owner && keyBudgetSpent ? () => keyBudgetSpent(owner) : null;
+    await streamEngine(host, { id, live, run, recorder, inbox, overBudget }, session, turn);
     result = recorder.result();
   } catch (error) {
     const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
@@ -95,6 +98,8 @@ const TOOL_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["tool_started", "too
 
 interface RunScope {
   id: string;
+  /** Whether the owner key's budget is spent (checked at the start and after every step); null: no key budget applies. */
+  overBudget?: (() => Promise<boolean>) | null;
   live: LiveSession;
   run: ActiveRun;
   recorder: RunRecorder;
@@ -126,10 +131,16 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
     },
     runIO(host, scope, turn),
   );
+  // A key whose budget is spent stops its runs at the next boundary (the engine asks before every model call).
+  const checkBudget = async () => {
+    if (scope.overBudget && run.stopRequest === null && (await scope.overBudget())) run.stopRequest = "budget";
+  };
+  await checkBudget();
   for await (const event of stream) {
     // Runs take turns between steps; a tool call's own events are one step's, and go on at once.
     if (!TOOL_EVENTS.has(event.type)) await fairTurn();
     await scope.recorder.apply(event);
+    if (event.type === "assistant_message" && !event.final) await checkBudget();
   }
 }
 

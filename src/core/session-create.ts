@@ -37,6 +37,7 @@ export async function createSession(deps: Omit<SessionManagerDeps, "services">, 
     origin: input.origin ?? "api",
     ephemeral: input.ephemeral === true,
     forked_from: input.forked_from ?? null,
+    owner_key: input.owner_key ?? null,
   };
   const created = await deps.store.createSession(row);
   await recordSessionStart(deps.hooks, writerFor(created.id), "startup");

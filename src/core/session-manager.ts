@@ -239,7 +239,7 @@ export class SessionManager {
   async fork(id: string, messageId?: string): Promise<SessionRow> {
     const source = await this.get(id);
     const rows = forkRows(await this.deps.store.listMessages(id), messageId);
-    const fork = await this.create({ agent: source.agent, mode: source.mode, model: source.model, reasoning: source.reasoning, budget_override: source.budget_override, forked_from: id });
+    const fork = await this.create({ agent: source.agent, mode: source.mode, model: source.model, reasoning: source.reasoning, budget_override: source.budget_override, forked_from: id, owner_key: source.owner_key });
     await copyHistory(this.deps.store, this.deps.ids, rows, fork.id);
     return fork;
   }

@@ -26,6 +26,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   checkpoints?: WorkspaceTracker;
   /** Where sessions run and what their writes go through, chosen at start (singleNodePlacement, or a cluster node). */
   placement: SessionPlacement;
+  /** True once the API key that owns a session has spent its budget (its runs then stop at the next step); absent: no key budgets. */
+  keyBudgetSpent?: (ownerKey: string) => Promise<boolean>;
 }
 
 export interface CreateSessionInput {
@@ -48,6 +50,8 @@ export interface CreateSessionInput {
   /** A one-shot caller's session: closed once idle for limits.idleSessionTtl unless continued. */
   ephemeral?: boolean;
   forked_from?: string | null;
+  /** The API key the session belongs to (a sub-agent gets its parent's). */
+  owner_key?: string | null;
 }
 
 export interface SendOptions {

@@ -28,6 +28,8 @@ function publicRow(row: SessionRow, contextWindow: number) {
     token_usage: row.token_usage,
     cost_usd: row.cost_usd,
     forked_from: row.forked_from,
+    /** The API key the session belongs to (null: made with the server secret). */
+    owner_key: row.owner_key,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -26,6 +26,8 @@ export interface MintedToken {
 interface Entry {
   /** Deadline for opening a stream not opened before. */
   expiresAt: number;
+  /** Who minted it ("admin" or a key id): the stream acts as that principal, who alone may revoke it. */
+  owner: string;
   path?: string;
   /** Streams this token opened → until when they may reconnect with it. */
   opened: Map<string, number>;
@@ -56,7 +58,7 @@ export class StreamTokens {
     private readonly reconnectMs = STREAM_RECONNECT_MS,
   ) {}
 
-  mint(path?: string): MintedToken {
+  mint(path?: string, owner = "admin"): MintedToken {
     if (path !== undefined && !isStreamPath(path)) {
       throw new VeilError("VALIDATION_ERROR", `path "${path}" is not a stream; a token opens /events, /sessions/:id/events or /remote-methods`);
     }
@@ -67,38 +69,53 @@ export class StreamTokens {
     }
     const token = randomBytes(32).toString("base64url");
     const expiresAt = this.clock.now() + this.ttlMs;
-    this.tokens.set(hash(token), { expiresAt, path, opened: new Map() });
+    this.tokens.set(hash(token), { expiresAt, owner, path, opened: new Map() });
     return { token, expiresAt: new Date(expiresAt).toISOString(), ...(path ? { path } : {}) };
   }
 
-  /** True when `token` opens `path`: a stream it opened before (within 24 h), or a first opening within its minute. */
-  verify(token: string, path: string): boolean {
-    if (!token || token.length > 200 || !isStreamPath(path)) return false;
+  /**
+   * Who minted `token` when it opens `path` (a stream it opened before, within 24 h, or a
+   * first opening within its minute); undefined when it does not.
+   */
+  opener(token: string, path: string): string | undefined {
+    if (!token || token.length > 200 || !isStreamPath(path)) return undefined;
     const key = hash(token);
     const entry = this.tokens.get(key);
-    if (!entry) return false;
+    if (!entry) return undefined;
     const now = this.clock.now();
     const reconnectUntil = entry.opened.get(path);
-    if (reconnectUntil !== undefined && now < reconnectUntil) return true;
+    if (reconnectUntil !== undefined && now < reconnectUntil) return entry.owner;
     if (entry.expiresAt <= now) {
       if (!isLive(entry, now)) this.tokens.delete(key);
-      return false;
+      return undefined;
     }
-    if (entry.path !== undefined && entry.path !== path) return false;
+    if (entry.path !== undefined && entry.path !== path) return undefined;
     entry.opened.set(path, now + this.reconnectMs);
-    return true;
+    return entry.owner;
   }
 
-  /** Revokes one token; false when it was not live. */
-  revoke(token: string): boolean {
-    return this.tokens.delete(hash(token));
+  /** True when `token` opens `path` (see opener). */
+  verify(token: string, path: string): boolean {
+    return this.opener(token, path) !== undefined;
   }
 
-  /** Revokes every token (log-out); returns how many were live. */
-  revokeAll(): number {
+  /** Revokes one token (only its minter's, unless `owner` is undefined: any); false when it was not live. */
+  revoke(token: string, owner?: string): boolean {
+    const key = hash(token);
+    const entry = this.tokens.get(key);
+    if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
+    return this.tokens.delete(key);
+  }
+
+  /** Revokes every token (log-out), or every token of one minter; returns how many were live. */
+  revokeAll(owner?: string): number {
     this.prune();
-    const count = this.tokens.size;
-    this.tokens.clear();
+    let count = 0;
+    for (const [key, entry] of this.tokens) {
+      if (owner !== undefined && entry.owner !== owner) continue;
+      this.tokens.delete(key);
+      count++;
+    }
     return count;
   }
 

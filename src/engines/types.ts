@@ -16,6 +16,8 @@ export type StopReason =
   | "max_tokens"
   | "cancelled"
   | "suspended"
+  /** The API key that owns the session has spent its budget. */
+  | "budget"
   | "error";
 
 /** How a run ended, as the session manager and callers see it (built by the recorder from the events). */

@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { fairTurn } from "../base/fair-turns.js";
 import { VERSION } from "../version.js";
-import { bearerToken, hostAllowed, hostWithPort, originAllowed, tokenMatches } from "./auth.js";
+import { accessControl } from "./access.js";
+import { hostAllowed, hostWithPort, originAllowed } from "./auth.js";
 import type { AppEnv, RouteModule, ServerState } from "./context.js";
 import { corsPolicy } from "./cors.js";
 import { apiError, errorResponse } from "./errors.js";
@@ -47,13 +48,9 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
     if (!hostAllowed(c.req.header("host"), hosts)) return apiError(c, "FORBIDDEN", "Host header does not name this server");
     const origin = c.req.header("origin");
     if (!originAllowed(origin, hosts) && !cors.allows(origin)) return apiError(c, "FORBIDDEN", "cross-origin requests are not allowed");
-    c.set("authenticated", tokenMatches(bearerToken(c.req.header("authorization")), state.secret));
-    const open = PUBLIC_PATHS.has(c.req.path) || isInboundWebhookRequest(c.req.method, c.req.path);
-    if (!open && !c.get("authenticated") && !isTokenAuthenticated(c.req.raw, state)) {
-      return apiError(c, "UNAUTHORIZED", "missing or wrong bearer token (Authorization: Bearer <secret>)");
-    }
     return next();
   });
+  app.use("*", accessControl(state, (path, method) => PUBLIC_PATHS.has(path) || isInboundWebhookRequest(method, path)));
 
   app.use(
     "*",
@@ -72,12 +69,3 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
   answerHeadWithGet(app);
   return app;
 }
-
-/** Streams that a browser opens with EventSource may carry a short-lived token instead (see remote methods). */
-function isTokenAuthenticated(request: Request, state: ServerState): boolean {
-  if (request.method !== "GET") return false;
-  const url = new URL(request.url);
-  const token = url.searchParams.get("token");
-  return token ? state.runtime.streamTokens.verify(token, url.pathname) : false;
-}
-

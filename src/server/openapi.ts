@@ -3,7 +3,9 @@ import { Type, type TSchema } from "../schema.js";
 import { BrokenToolListingSchema, ToolListingSchema } from "../tools/catalog.js";
 import { VERSION } from "../version.js";
 import type { AppEnv, ServerState } from "./context.js";
+import { requiredScope } from "./access.js";
 import { CompletionBody } from "./routes/completions.js";
+import { KeyBody } from "./routes/keys.js";
 import { MintBody, ResultBody } from "./routes/remote-methods.js";
 import { ChatBody, CloseBody, CreateBody, PatchBody } from "./routes/sessions.js";
 import { ScheduleBody, SchedulePatchBody } from "./routes/schedules.js";
@@ -101,6 +103,29 @@ const EventSchema = Type.Object(
 const MemoryJsonBody = Type.Object({ content: Type.String() }, { additionalProperties: false });
 
 const AnyObject = Type.Object({}, { additionalProperties: true });
+const ListOf = (items: TSchema) => Type.Array(items);
+
+const KeySchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    prefix: Type.String({ description: "the first characters of the key's value (the value itself is shown only by POST /keys)" }),
+    scopes: ListOf(Type.String()),
+    agents: Type.Union([ListOf(Type.String()), Type.Null()]),
+    requestsPerMinute: Type.Union([Type.Integer(), Type.Null()]),
+    budgetUsd: Type.Union([Type.Number(), Type.Null()]),
+    spentUsd: Type.Number({ description: "what the key's sessions cost so far" }),
+    expiresAt: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Type.String(),
+    revokedAt: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: true },
+);
+
+const AuditEntry = Type.Object(
+  { seq: Type.Integer(), at: Type.String(), key: Type.String({ description: "key id, or \"admin\" for the server secret" }), method: Type.String(), path: Type.String(), status: Type.Integer(), sessionId: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
 
 const SkillSchema = Type.Object(
   {
@@ -166,7 +191,6 @@ const DeliverySchema = Type.Object(
   },
   { additionalProperties: true },
 );
-const ListOf = (items: TSchema) => Type.Array(items);
 const SESSION_EVENTS_QUERY = { lastEventId: "replay stored events after this seq (same as the Last-Event-ID header)", token: "stream token (POST /stream-tokens), for EventSource" };
 
 /** Summaries and schemas, keyed by `METHOD path` as Hono registers it. */
@@ -281,7 +305,12 @@ const DOCS: Record<string, Doc> = {
   "POST /remote-methods/:id/result": { summary: "answer a remote method (409 { error: \"not_found\" } when unknown or answered)", tag: "remote methods", body: ResultBody, response: AnyObject },
   "POST /stream-tokens": { summary: "mint a token for EventSource URLs (opens streams for 60 s; each stream it opened may reconnect for 24 h)", tag: "events", body: MintBody, response: Type.Object({ token: Type.String(), expiresAt: Type.String(), path: Type.Optional(Type.String()) }) },
   "DELETE /stream-tokens/:token": { summary: "revoke one stream token", tag: "events", response: Type.Object({ revoked: Type.Boolean() }) },
-  "DELETE /stream-tokens": { summary: "revoke every stream token (log-out)", tag: "events", response: Type.Object({ revoked: Type.Integer() }) },
+  "DELETE /stream-tokens": { summary: "revoke every stream token (log-out); a key revokes only its own", tag: "events", response: Type.Object({ revoked: Type.Integer() }) },
+  "POST /keys": { summary: "create an API key; its value (`key`, veil_sk_…) is in this answer only", tag: "keys", body: KeyBody, status: 201, response: Type.Object({ key: Type.String() }, { additionalProperties: true }) },
+  "GET /keys": { summary: "every key (revoked ones too) with its spend, never its value", tag: "keys", response: Type.Object({ keys: ListOf(KeySchema) }) },
+  "GET /keys/:id": { summary: "one key with its spend", tag: "keys", response: KeySchema },
+  "DELETE /keys/:id": { summary: "revoke a key (at once here, within a second on every node)", tag: "keys", response: KeySchema },
+  "GET /audit": { summary: "every request that changed something (or tried to), oldest first", tag: "keys", query: { after: "entries with seq above this", limit: "at most this many (default 100, at most 1000)" }, response: Type.Object({ entries: ListOf(AuditEntry) }) },
 };
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
@@ -289,13 +318,13 @@ const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
 /** Error answers every operation may give, by status (each code has one status: src/errors.ts). */
 const ERROR_STATUSES: Record<string, string> = {
   "400": "VALIDATION_ERROR / INVALID_JSON / CONFIG_ERROR / HOOK_BLOCKED / CONTEXT_OVERFLOW",
-  "401": "UNAUTHORIZED: missing or wrong bearer secret (or stream token)",
-  "403": "FORBIDDEN: foreign Origin or Host",
+  "401": "UNAUTHORIZED: missing, wrong, revoked or expired bearer secret / API key (or stream token)",
+  "403": "FORBIDDEN: foreign Origin or Host, a scope the key lacks, or an agent outside its `agents`",
   "404": "*_NOT_FOUND",
   "402": "BUDGET_EXCEEDED",
   "409": "SESSION_CLOSED / SESSION_SUSPENDED / SESSION_BUSY / CANCELLED / not_found",
   "413": "PAYLOAD_TOO_LARGE",
-  "429": "TOO_MANY_SESSIONS: limits.maxLiveSessions reached",
+  "429": "TOO_MANY_SESSIONS: limits.maxLiveSessions reached; RATE_LIMITED: the key's requestsPerMinute (Retry-After in seconds)",
   "500": "INTERNAL_ERROR",
   "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status",
   "504": "TIMEOUT",
@@ -321,7 +350,7 @@ export function openApiDocument(routes: readonly { method: string; path: string 
     paths,
     components: {
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "the server secret (`veil serve` prints it once; stored in .veil/secret)" },
+        bearer: { type: "http", scheme: "bearer", description: "the server secret (`veil serve` prints it once; stored in .veil/secret: the admin), or an API key (veil_sk_…) from POST /keys; `x-veil-scope` says which scope an operation needs" },
         streamToken: { type: "apiKey", in: "query", name: "token", description: "from POST /stream-tokens, for EventSource (which cannot send headers)" },
         webhookSignature: { type: "apiKey", in: "header", name: "X-Veil-Signature", description: "sha256=<hex HMAC-SHA256 of the raw body with the secret in the webhook's secretEnv>" },
       },
@@ -348,6 +377,7 @@ function operation(method: string, honoPath: string, doc: Doc | undefined, pathP
     operationId: `${method.toLowerCase()}${honoPath.replace(/\{[^}]*\}/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
     summary: doc?.summary ?? `${method} ${honoPath}`,
     tags: [doc?.tag ?? "other"],
+    ...(doc?.public ? {} : { "x-veil-scope": requiredScope(method, honoPath.replace(/:([A-Za-z_]+)(\{[^}]*\})?/g, "x")) }),
     ...(parameters.length ? { parameters } : {}),
     responses: responses(doc),
   };

@@ -3,6 +3,7 @@ import { eventWire } from "../base/event-wire.js";
 import { REPLAY_PAGE, type EventLog } from "../core/event-log.js";
 import { VeilError } from "../errors.js";
 import { scheduleFlush } from "./sse-batch.js";
+import { orderedGate, type SessionAdmit } from "./sse-gate.js";
 
 /** Proxies drop idle streams: at least one keepalive every 15 s keeps them open. */
 export const HEARTBEAT_MS = 15_000;
@@ -30,6 +31,8 @@ export interface SseOptions {
   until?: Promise<unknown>;
   /** Comment line sent on connect. */
   hello?: string;
+  /** Only the events of the sessions this admits go out (a key's own sessions); absent: every matching event. */
+  admit?: SessionAdmit;
 }
 
 const encoder = new TextEncoder();
@@ -113,10 +116,11 @@ export function sseResponse(options: SseOptions): Response {
           push(eventFrame(event, options.idField));
           if (options.endAfter?.(event)) close();
         };
+        const deliver = options.admit ? orderedGate(options.admit, sendLive) : sendLive;
 
         push(encoder.encode(`: ${options.hello ?? "connected"}\n\n`), true);
         for (const item of options.initial?.() ?? []) push(encoder.encode(formatSse(item.data, item.id)), true);
-        unsubscribe = options.bus.subscribe(options.filter, (event) => (held ? held.push(event) : sendLive(event)));
+        unsubscribe = options.bus.subscribe(options.filter, (event) => (held ? held.push(event) : deliver(event)));
         heartbeat = setInterval(() => push(encoder.encode(": keepalive\n\n")), options.heartbeatMs ?? HEARTBEAT_MS);
         heartbeat.unref?.();
         options.signal.addEventListener("abort", close, { once: true });
@@ -134,7 +138,7 @@ export function sseResponse(options: SseOptions): Response {
                 let text = "";
                 for (const event of page) {
                   lastId = event.id;
-                  if (event.wire) text += formatSse(event.wire, event.id);
+                  if (event.wire && (!options.admit || (await options.admit(event.sessionId)))) text += formatSse(event.wire, event.id);
                 }
                 pages.sawPage(page.length, text.length);
                 if (text) push(encoder.encode(text), true);
@@ -146,7 +150,7 @@ export function sseResponse(options: SseOptions): Response {
             }
             const pending = held ?? [];
             held = null;
-            for (const event of pending) sendLive(event);
+            for (const event of pending) deliver(event);
           })();
         }
       },

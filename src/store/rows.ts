@@ -45,6 +45,7 @@ export interface RawSession extends TokenUsage {
   origin: string;
   ephemeral: Flag;
   forked_from: string | null;
+  owner_key: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -119,6 +120,7 @@ export function sessionFromRaw(raw: RawSession): SessionRow {
     origin: raw.origin,
     ephemeral: flag(raw.ephemeral),
     forked_from: raw.forked_from ?? null,
+    owner_key: raw.owner_key ?? null,
     created_at: raw.created_at,
     updated_at: raw.updated_at,
   };

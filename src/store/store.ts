@@ -40,6 +40,8 @@ export interface SessionRow {
   ephemeral: boolean;
   /** The session this one was forked from (POST /sessions/:id/fork). */
   forked_from: string | null;
+  /** The API key that created the session (sub-agents inherit their parent's); null for the server secret. */
+  owner_key: string | null;
   created_at: string;
   /** Last activity: a turn, a status change, usage. A title change does not count. */
   updated_at: string;
@@ -62,6 +64,7 @@ export type NewSession = Pick<SessionRow, "id" | "agent" | "mode"> &
       | "origin"
       | "ephemeral"
       | "forked_from"
+      | "owner_key"
     >
   >;
 
@@ -78,6 +81,8 @@ export interface SessionFilter {
   /** "created" (default): oldest first; "activity": most recently active first (updated_at). */
   order?: "created" | "activity";
   limit?: number;
+  /** Only the sessions this key owns. */
+  ownerKey?: string;
 }
 
 /** One model call's usage, its prompt window and its price, as addTokenUsage takes them. */
@@ -189,7 +194,60 @@ export interface AuditRow {
   created_at: string;
 }
 
-export interface Store extends AutomationStore, CheckpointStore {
+export type KeyScope = "read" | "chat" | "admin";
+
+/** An API key as stored: its value never, only its SHA-256 (`hash`) and the first characters (`prefix`). */
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  hash: string;
+  prefix: string;
+  scopes: KeyScope[];
+  /** Agents it may start; null: any. */
+  agents: string[] | null;
+  requests_per_minute: number | null;
+  budget_usd: number | null;
+  expires_at: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export type NewApiKey = Omit<ApiKeyRow, "created_at" | "revoked_at">;
+
+/** One request that changed something (or tried to): who, what, how it was answered. */
+export interface RequestAuditRow {
+  seq: number;
+  at: string;
+  /** The key id, or "admin" for the server secret. */
+  key_id: string;
+  method: string;
+  path: string;
+  status: number;
+  session_id: string | null;
+}
+
+/** Keys, their request counters and the request audit trail (access.ts reads them). */
+export interface AccessStore {
+  createKey(key: NewApiKey): Promise<ApiKeyRow>;
+  getKey(id: string): Promise<ApiKeyRow | undefined>;
+  findKeyByHash(hash: string): Promise<ApiKeyRow | undefined>;
+  /** Every key, revoked ones too, oldest first. */
+  listKeys(): Promise<ApiKeyRow[]>;
+  /** Marks the key revoked (once: a second call keeps the first time); undefined for an unknown id. */
+  revokeKey(id: string): Promise<ApiKeyRow | undefined>;
+  /** The total cost of the sessions each key owns, by key id (keys without sessions are absent). */
+  spendByKey(keyId?: string): Promise<Record<string, number>>;
+  /**
+   * Counts one request of a key in the window starting at `windowStart` (epoch ms) and
+   * returns the window's count so far, this one included; older windows are dropped.
+   */
+  countKeyRequest(keyId: string, windowStart: number): Promise<number>;
+  addRequestAudit(row: Omit<RequestAuditRow, "seq">): Promise<RequestAuditRow>;
+  /** Entries with seq > after, oldest first. */
+  listRequestAudit(options?: { after?: number; limit?: number }): Promise<RequestAuditRow[]>;
+}
+
+export interface Store extends AutomationStore, CheckpointStore, AccessStore {
   createSession(session: NewSession): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | undefined>;
   listSessions(filter?: SessionFilter): Promise<SessionRow[]>;

@@ -336,4 +336,26 @@ describe.skipIf(!veilBuilt)("VeilClient against a spawned veil serve", () => {
     expect(await veil.revokeStreamTokens(minted.token)).toEqual({ revoked: true });
     expect((await fetch(`${server.url}/events?token=${minted.token}`)).status).toBe(401);
   });
+
+  it("keys: create, list, a client with the key sees only its sessions, revoke; the audit lists what changed", async () => {
+    const before = await veil.audit();
+    const created = await veil.keys.create({ name: "client", scopes: ["chat"], budgetUsd: 3 });
+    expect(created.key).toMatch(/^veil_sk_/);
+    expect((await veil.keys.list()).find((k) => k.id === created.id)).toMatchObject({ name: "client", scopes: ["chat"], budgetUsd: 3, spentUsd: 0, revokedAt: null });
+    const asKey = new VeilClient({ baseUrl: server.url, secret: created.key });
+    const own = await asKey.sessions.create({});
+    expect((await asKey.sessions.list()).map((s) => s.id)).toEqual([own.id]);
+    const refused = await asKey.keys.list().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(VeilApiError);
+    expect((refused as VeilApiError).code).toBe("FORBIDDEN");
+    expect((await veil.keys.revoke(created.id)).revokedAt).toMatch(/^\d{4}-/);
+    expect((await asKey.sessions.list().catch((error: unknown) => error as VeilApiError)) as VeilApiError).toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    const after = await veil.audit({ after: before.at(-1)?.seq ?? 0 });
+    expect(after.map((e) => [e.key, e.method, e.path, e.status])).toEqual([
+      ["admin", "POST", "/keys", 201],
+      [created.id, "POST", "/sessions", 201],
+      ["admin", "DELETE", `/keys/${created.id}`, 200],
+    ]);
+    expect(after[1]!.sessionId).toBe(own.id);
+  });
 });

@@ -3,6 +3,7 @@ import { isVeilError } from "../../src/errors.js";
 import { automationConformance } from "./automation-store.js";
 import {
   ZERO_USAGE,
+  type NewApiKey,
   type NewMessage,
   type Store,
   type TodoItem,
@@ -773,6 +774,82 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
     });
 
     automationConformance(() => store);
+    describe("access: keys, owners, request counters, request audit", () => {
+      const key = (id: string, extra: Partial<NewApiKey> = {}): NewApiKey => ({
+        id,
+        name: `name of ${id}`,
+        hash: `hash-${id}`,
+        prefix: "veil_sk_abcd",
+        scopes: ["read", "chat"],
+        agents: null,
+        requests_per_minute: null,
+        budget_usd: null,
+        expires_at: null,
+        ...extra,
+      });
+
+      it("stores keys by hash, lists them in creation order and revokes once", async () => {
+        const a = await store.createKey(key("k1", { agents: ["default"], requests_per_minute: 5, budget_usd: 1.25, expires_at: "2030-01-01T00:00:00.000Z" }));
+        expect(a).toMatchObject({ id: "k1", scopes: ["read", "chat"], agents: ["default"], requests_per_minute: 5, budget_usd: 1.25, revoked_at: null });
+        expect(a.created_at).toMatch(ISO);
+        await store.createKey(key("k2", { scopes: ["admin"] }));
+        expect(await store.findKeyByHash("hash-k1")).toEqual(a);
+        expect(await store.findKeyByHash("nope")).toBeUndefined();
+        expect(await store.getKey("k2")).toMatchObject({ scopes: ["admin"], agents: null, budget_usd: null });
+        expect((await store.listKeys()).map((k) => k.id)).toEqual(["k1", "k2"]);
+        await expect(store.createKey(key("k3", { hash: "hash-k1" }))).rejects.toThrow();
+        const revoked = await store.revokeKey("k1");
+        expect(revoked?.revoked_at).toMatch(ISO);
+        expect((await store.revokeKey("k1"))?.revoked_at).toBe(revoked?.revoked_at);
+        expect(await store.revokeKey("unknown")).toBeUndefined();
+        expect((await store.findKeyByHash("hash-k1"))?.revoked_at).toBe(revoked?.revoked_at);
+      });
+
+      it("gives a session its owner key, its sub-agents inherit it, and lists and sums by owner", async () => {
+        await session("a1", { owner_key: "k1" });
+        await session("child", { parent_session_id: "a1", instance_name: "w" });
+        await session("b1", { owner_key: "k2" });
+        await session("plain");
+        expect((await store.getSession("a1"))?.owner_key).toBe("k1");
+        expect((await store.getSession("child"))?.owner_key).toBe("k1");
+        expect((await store.getSession("plain"))?.owner_key).toBeNull();
+        expect((await store.listSessions({ ownerKey: "k1" })).map((s) => s.id)).toEqual(["a1", "child"]);
+        expect((await store.listSessions({ ownerKey: "k1", parentSessionId: "a1" })).map((s) => s.id)).toEqual(["child"]);
+        expect(await store.listSessions({ ownerKey: "nobody" })).toEqual([]);
+        await store.addTokenUsage("a1", usage(1), 3, 0.5);
+        await store.addTokenUsage("child", usage(1), 3, 0.25);
+        await store.addTokenUsage("b1", usage(1), 3, 2);
+        await store.addTokenUsage("plain", usage(1), 3, 9);
+        expect(await store.spendByKey()).toEqual({ k1: 0.75, k2: 2 });
+        expect(await store.spendByKey("k1")).toEqual({ k1: 0.75 });
+        expect(await store.spendByKey("nobody")).toEqual({});
+      });
+
+      it("counts a key's requests per window and drops older windows", async () => {
+        expect(await store.countKeyRequest("k1", 60_000)).toBe(1);
+        expect(await store.countKeyRequest("k1", 60_000)).toBe(2);
+        expect(await store.countKeyRequest("k2", 60_000)).toBe(1);
+        expect(await Promise.all([store.countKeyRequest("k1", 60_000), store.countKeyRequest("k1", 60_000)])).toEqual(expect.arrayContaining([3, 4]));
+        expect(await store.countKeyRequest("k1", 120_000)).toBe(1);
+        expect(await store.countKeyRequest("k1", 60_000)).toBe(1);
+      });
+
+      it("appends request audit entries in seq order and pages them", async () => {
+        const first = await store.addRequestAudit({ at: "2026-01-01T00:00:00.000Z", key_id: "admin", method: "POST", path: "/keys", status: 201, session_id: null });
+        await store.addRequestAudit({ at: "2026-01-01T00:00:01.000Z", key_id: "k1", method: "POST", path: "/sessions/s1/chat", status: 200, session_id: "s1" });
+        await store.addRequestAudit({ at: "2026-01-01T00:00:02.000Z", key_id: "k1", method: "DELETE", path: "/sessions/s1", status: 404, session_id: "s1" });
+        expect(first).toEqual({ seq: first.seq, at: "2026-01-01T00:00:00.000Z", key_id: "admin", method: "POST", path: "/keys", status: 201, session_id: null });
+        const all = await store.listRequestAudit();
+        expect(all.map((e) => [e.key_id, e.method, e.status])).toEqual([
+          ["admin", "POST", 201],
+          ["k1", "POST", 200],
+          ["k1", "DELETE", 404],
+        ]);
+        expect(all.map((e) => e.seq)).toEqual([...all.map((e) => e.seq)].sort((a, b) => a - b));
+        expect((await store.listRequestAudit({ after: all[0]!.seq, limit: 1 })).map((e) => e.path)).toEqual(["/sessions/s1/chat"]);
+        expect(await store.listRequestAudit({ after: all[2]!.seq })).toEqual([]);
+      });
+    });
 
     describe("lifecycle", () => {
       it("closes idempotently", async () => {

@@ -141,10 +141,11 @@ async function postgresIds(): Promise<{ uid: number; gid: number }> {
 export async function emptyDatabase(url: string): Promise<void> {
   await withClient(url, async (client) => {
     const { rows } = await client.query<{ tablename: string }>(
-      "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('schema_migrations', 'event_counter')",
+      "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('schema_migrations', 'event_counter', 'audit_counter')",
     );
     if (rows.length) await client.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(", ")} RESTART IDENTITY`);
     await client.query("UPDATE event_counter SET last_gseq = 0");
+    await client.query("UPDATE audit_counter SET last_seq = 0");
   });
 }
 

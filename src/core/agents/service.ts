@@ -53,6 +53,16 @@ export class MultiAgentService {
     return row;
   }
 
+  /**
+   * A session the caller may reach: a session of an API key reaches only sessions of the
+   * same key (any other is, to it, one that does not exist); the server secret's reach any.
+   */
+  async sessionFor(callerId: string, id: string): Promise<SessionRow> {
+    const [caller, target] = await Promise.all([this.deps.store.getSession(callerId), this.session(id)]);
+    if (caller?.owner_key && target.owner_key !== caller.owner_key) throw new ToolError("SESSION_NOT_FOUND", `no session "${id}" (use the session id agent_spawn returned)`);
+    return target;
+  }
+
   isIdle(row: SessionRow): boolean {
     return !this.deps.sessions.isRunning(row.id) && row.status !== "running";
   }

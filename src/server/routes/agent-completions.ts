@@ -12,6 +12,8 @@ import { AGENT_MODEL_PREFIX } from "./models.js";
 import { compileOutputSchema, type OutputSchema } from "../../engines/output-schema.js";
 import { checkChatMessage } from "./sessions.js";
 import { titleFromMessage } from "../../core/session-title.js";
+import { assertMayStart, assertOwns } from "../access.js";
+import { ownerFor } from "../../core/access/principal.js";
 
 /** The header that names the session an `agent/<name>` completion ran in. */
 export const SESSION_HEADER = "x-veil-session";
@@ -47,7 +49,7 @@ export async function agentCompletion(
   const lastUser = body.messages.findLastIndex((m) => m.role === "user");
   if (lastUser < 0) throw new VeilError("VALIDATION_ERROR", "messages: an agent/<name> completion needs a user message");
   const turn = wireContent(body.messages[lastUser]!.content, `messages[${lastUser}].content`);
-  const session = await openSession(state, target, turn);
+  const session = await openSession(c, state, target, turn);
   const earlier = target.sessionId ? [] : body.messages.slice(0, lastUser);
   const message = checkChatMessage(state, session, withTranscript(earlier, turn));
   const meta: CompletionMeta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: `${AGENT_MODEL_PREFIX}${target.agent}/${session.id}`, created: Math.floor(runtime.clock.now() / 1000) };
@@ -148,16 +150,21 @@ function oneLine(text: string): string {
 /**
  * The session to run in, once its model can be reached (a new session is created only then).
  * A new session is a one-shot caller's (closed once idle for limits.idleSessionTtl unless
- * continued), titled from the user's new message rather than the transcript sent before it;
- * `agent/<name>/<sessionId>` continues one, which keeps it.
+ * continued), titled from the user's new message rather than the transcript sent before it,
+ * and the requesting key's; `agent/<name>/<sessionId>` continues one (of that key), which keeps it.
  */
-async function openSession(state: ServerState, target: { agent: string; sessionId?: string }, turn: ChatContent): Promise<SessionRow> {
-  const { sessions } = state.runtime;
+async function openSession(c: Context<AppEnv>, state: ServerState, target: { agent: string; sessionId?: string }, turn: ChatContent): Promise<SessionRow> {
+  const { sessions, owners } = state.runtime;
+  const principal = c.get("principal");
   if (!target.sessionId) {
+    assertMayStart(principal, target.agent);
     // An unknown agent is create()'s AGENT_NOT_FOUND; a known one's model is checked first.
     if (Object.hasOwn(state.runtime.agents(), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
-    return sessions.create({ agent: target.agent, origin: "openai", ephemeral: true, title: titleFromMessage(turn) });
+    const created = await sessions.create({ agent: target.agent, origin: "openai", ephemeral: true, title: titleFromMessage(turn), owner_key: ownerFor(principal) });
+    owners.remember(created.id, created.owner_key);
+    return created;
   }
+  await assertOwns(state, principal, target.sessionId);
   const session = await sessions.get(target.sessionId);
   if (session.agent !== target.agent) {
     throw new VeilError("VALIDATION_ERROR", `session "${session.id}" belongs to agent "${session.agent}", not "${target.agent}" (use model agent/${session.agent}/${session.id})`);

@@ -11,6 +11,7 @@ import type { LlmError, StreamEvent } from "../../llm/types.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { agentCompletion, parseAgentModel } from "./agent-completions.js";
+import { assertBudgetLeft } from "../access.js";
 
 export const CompletionBody = Type.Object(
   {
@@ -49,7 +50,13 @@ export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const { runtime } = state;
     const body = await jsonBody<Body>(c, CompletionBody);
     const agentTarget = parseAgentModel(body.model);
+    const principal = c.get("principal");
+    await assertBudgetLeft(state, principal);
     if (agentTarget) return agentCompletion(c, state, agentTarget, body);
+    // A proxied call's cost is no session's, so a key's budget could not count it.
+    if (principal.key?.budget_usd !== null && principal.key?.budget_usd !== undefined) {
+      throw new VeilError("FORBIDDEN", `key "${principal.id}" has a budget, and a proxied completion is not metered against it: ask an agent instead ("model": "agent/<name>")`);
+    }
     const modelKey = proxiedModelKey(state, body.model);
     const events = runtime.llm.stream({
       modelKey,

@@ -2,7 +2,8 @@ import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, parseSequence, sseResponse, type SseOptions } from "../sse.js";
-import { pendingMethodFrames } from "./remote-methods.js";
+import { ownPendingMethods, pendingMethodFrames } from "./remote-methods.js";
+import { sessionGate } from "../access.js";
 
 /** Largest page of `?follow=false` history. */
 export const MAX_EVENT_PAGE = 10_000;
@@ -21,8 +22,10 @@ export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const methods = c.req.query("methods");
     if (methods !== undefined && methods !== "pending") throw new VeilError("VALIDATION_ERROR", 'methods must be "pending" (the pending remote methods go first)');
     // One stream can carry a client's dialogs too (a browser has six connections per host).
-    const pending = methods ? (await runtime.remoteMethods.listPending()).filter((m) => !sessionId || m.sessionId === sessionId) : [];
-    return sessionEvents(c.req.raw, state, sessionId, pendingMethodFrames(pending));
+    const pending = methods ? (await ownPendingMethods(state, c.get("principal"))).filter((m) => !sessionId || m.sessionId === sessionId) : [];
+    // The named session was checked to be the key's own (access.ts); every session means the key's.
+    const admit = sessionId ? undefined : sessionGate(state, c.get("principal"));
+    return sessionEvents(c.req.raw, state, sessionId, pendingMethodFrames(pending), admit);
   });
   app.get("/sessions/:id/events", async (c) => {
     const id = c.req.param("id");
@@ -40,7 +43,7 @@ export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
 }
 
 /** The SSE stream of one session (ids are its seq) or of every session (ids are gseq). */
-export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined, initial?: SseOptions["initial"]): Response {
+export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined, initial?: SseOptions["initial"], admit?: SseOptions["admit"]): Response {
   const url = new URL(request.url);
   const lastEventId = parseLastEventId(request.headers.get("last-event-id") ?? undefined, url.searchParams.get("lastEventId") ?? undefined);
   return sseResponse({
@@ -52,5 +55,6 @@ export function sessionEvents(request: Request, state: ServerState, sessionId: s
     signal: request.signal,
     heartbeatMs: state.heartbeatMs,
     initial,
+    ...(admit ? { admit } : {}),
   });
 }

@@ -6,6 +6,8 @@ import type { StreamTokens } from "../../core/stream-tokens.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, sseResponse } from "../sse.js";
+import { sessionGate } from "../access.js";
+import { isAdmin, type Principal } from "../../core/access/principal.js";
 
 export const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) });
 export const MintBody = Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false });
@@ -23,13 +25,22 @@ export function pendingMethodFrames(pending: PendingMethod[]): () => { data: unk
   return () => pending.map(({ sessionId, ...method }) => ({ data: { type: "method.pending", ...method, sessionId } }));
 }
 
+/** The pending methods a principal may see: all of them for an admin, else those of its own sessions. */
+export async function ownPendingMethods(state: ServerState, principal: Principal): Promise<PendingMethod[]> {
+  const pending = await state.runtime.remoteMethods.listPending();
+  if (isAdmin(principal)) return pending;
+  const owners = await Promise.all(pending.map((method) => state.runtime.owners.of(method.sessionId)));
+  return pending.filter((_, i) => owners[i] === principal.id);
+}
+
 export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const service = (): RemoteMethodService => runtime.remoteMethods;
 
   app.get("/remote-methods", async (c) => {
     // Several nodes: the whole service's pending methods, read before the stream opens.
-    const pending = await service().listPending();
+    const pending = await ownPendingMethods(state, c.get("principal"));
+    const admit = sessionGate(state, c.get("principal"));
     return sseResponse({
       bus: runtime.bus,
       log: runtime.events,
@@ -39,15 +50,23 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       signal: c.req.raw.signal,
       heartbeatMs: state.heartbeatMs,
       initial: pendingMethodFrames(pending),
+      ...(admit ? { admit } : {}),
     });
   });
 
-  app.get("/remote-methods/pending", async (c) => c.json({ pending: (await service().listPending()).map((method) => method.id) }));
+  app.get("/remote-methods/pending", async (c) => c.json({ pending: (await ownPendingMethods(state, c.get("principal"))).map((method) => method.id) }));
 
   app.post("/remote-methods/:id/result", async (c) => {
     const id = c.req.param("id");
     const body = await jsonBody<Static<typeof ResultBody>>(c, ResultBody);
     const result = body.result === undefined ? null : body.result;
+    // Another key's method is, to a non-admin key, one that does not exist.
+    const principal = c.get("principal");
+    if (!isAdmin(principal)) {
+      const method = (await ownPendingMethods(state, principal)).find((m) => m.id === id);
+      if (!method) return c.json({ error: "not_found" }, 409);
+      c.set("auditSessionId", method.sessionId);
+    }
     if (!(await service().resolveResult(id, result))) return c.json({ error: "not_found" }, 409);
     return c.json({ ok: true, id });
   });
@@ -63,15 +82,17 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
 export function streamTokenRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const { runtime } = state;
   const tokens = (c: Context<AppEnv>, action: string): StreamTokens => {
-    // A stream token cannot mint or revoke: only the bearer secret can.
-    if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", `${action} stream tokens needs Authorization: Bearer <secret>`);
+    // A stream token cannot mint or revoke: only a bearer credential (the secret or a key) can.
+    if (!c.get("authenticated")) throw new VeilError("UNAUTHORIZED", `${action} stream tokens needs Authorization: Bearer <secret or API key>`);
     return runtime.streamTokens;
   };
+  // A token acts as the key that minted it; a key revokes only its own tokens, the admin any.
+  const revoker = (c: Context<AppEnv>) => (isAdmin(c.get("principal")) ? undefined : c.get("principal").id);
   app.post("/stream-tokens", async (c) => {
     const service = tokens(c, "minting");
     const body = await jsonBody<Static<typeof MintBody>>(c, MintBody);
-    return c.json(service.mint(body.path));
+    return c.json(service.mint(body.path, c.get("principal").id));
   });
-  app.delete("/stream-tokens/:token", (c) => c.json({ revoked: tokens(c, "revoking").revoke(c.req.param("token")) }));
-  app.delete("/stream-tokens", (c) => c.json({ revoked: tokens(c, "revoking").revokeAll() }));
+  app.delete("/stream-tokens/:token", (c) => c.json({ revoked: tokens(c, "revoking").revoke(c.req.param("token"), revoker(c)) }));
+  app.delete("/stream-tokens", (c) => c.json({ revoked: tokens(c, "revoking").revokeAll(revoker(c)) }));
 }

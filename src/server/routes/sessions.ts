@@ -11,6 +11,8 @@ import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
+import { assertBudgetLeft, assertMayStart } from "../access.js";
+import { ownerFor, ownerScope, type Principal } from "../../core/access/principal.js";
 import { sseResponse } from "../sse.js";
 import { compileOutputSchema } from "../../engines/output-schema.js";
 import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
@@ -74,21 +76,39 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
   const sessions = runtime.sessions;
   const publicSession = sessionView(runtime.config, runtime.agents);
   const closedReply = (outcome: CloseOutcome) => ({ closed: outcome.closed.map(publicSession), notFound: outcome.notFound });
+  /** A key closes only its own sessions: to it, any other id is one that does not exist. */
+  const closeOwn = async (principal: Principal, ids: readonly string[]): Promise<CloseOutcome> => {
+    const owner = ownerScope(principal);
+    if (owner === undefined) return closeSessions(sessions, [...ids]);
+    const owners = await Promise.all(ids.map((id) => runtime.owners.of(id)));
+    const outcome = await closeSessions(sessions, ids.filter((_, i) => owners[i] === owner));
+    return { ...outcome, notFound: [...outcome.notFound, ...ids.filter((_, i) => owners[i] !== owner)] };
+  };
 
   app.post("/sessions", async (c) => {
     const body = await jsonBody<Static<typeof CreateBody>>(c, CreateBody);
+    const principal = c.get("principal");
+    const agent = body.agent ?? "default";
+    assertMayStart(principal, agent);
     const row = await sessions.create({
-      agent: body.agent ?? "default",
+      agent,
       mode: body.mode,
       model: body.model,
       reasoning: body.reasoning,
       budget_override: body.budget_override,
       title: body.title,
+      owner_key: ownerFor(principal),
     });
+    runtime.owners.remember(row.id, row.owner_key);
+    c.set("auditSessionId", row.id);
     return c.json(publicSession(row), 201);
   });
 
-  app.get("/sessions", async (c) => c.json((await runtime.store.listSessions(listFilter(c.req.query()))).map(publicSession)));
+  app.get("/sessions", async (c) => {
+    const ownerKey = ownerScope(c.get("principal"));
+    const filter = listFilter(c.req.query());
+    return c.json((await runtime.store.listSessions(ownerKey === undefined ? filter : { ...filter, ownerKey })).map(publicSession));
+  });
 
   app.get("/sessions/:id", async (c) => c.json(publicSession(await sessions.get(c.req.param("id")))));
 
@@ -103,7 +123,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
 
   // Several at once, named in the query: a DELETE body is dropped by some proxies.
   app.delete("/sessions", async (c) => {
-    return c.json(closedReply(await closeSessions(sessions, closeIdsOf(c.req.query("ids")))));
+    return c.json(closedReply(await closeOwn(c.get("principal"), closeIdsOf(c.req.query("ids")))));
   });
 
   // The same with a body, for id lists that outgrow a URL, and by idleness (prune).
@@ -111,7 +131,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const body = await jsonBody<Static<typeof CloseBody>>(c, CloseBody);
     if ((body.ids === undefined) === (body.idle === undefined)) throw new VeilError("VALIDATION_ERROR", 'give "ids" (the sessions to close) or "idle" (close every open top-level session idle that long), one of the two');
     const ids = body.ids ?? (await idleSessions(runtime.store, runtime.clock.now(), parseDuration(body.idle!, "idle"))).map((row) => row.id);
-    return c.json(closedReply(await closeSessions(sessions, ids)));
+    return c.json(closedReply(await closeOwn(c.get("principal"), ids)));
   });
 
   app.get("/sessions/:id/messages", async (c) => {
@@ -151,6 +171,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}) };
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
     const session = await sessions.get(id);
+    await assertBudgetLeft(state, c.get("principal"));
     // Before anything is stored or streamed: a model that cannot be reached is one 400 CONFIG_ERROR.
     await sessions.checkModelReady(session, body.model);
     const message = checkChatMessage(state, session, body.message as ChatContent, body.model);

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { MIGRATIONS_TABLE, runMigrations, type Migration } from "../migrations.js";
+import { PG_ACCESS_SCHEMA } from "./access-sql.js";
 import { FENCE_FUNCTION } from "./fenced-sql.js";
 
 /** A PostgreSQL step: an SQL script. */
@@ -305,6 +306,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 5, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
   { version: 6, name: "schedules and webhooks", up: AUTOMATION },
   { version: 7, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
+  { version: 8, name: "access: api keys, session owners, request counters and audit", up: PG_ACCESS_SCHEMA },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

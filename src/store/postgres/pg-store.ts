@@ -20,7 +20,7 @@ import type {
 import type { Lease } from "../cluster.js";
 import type { Database, Queryable } from "./database.js";
 import type { FenceableStatement } from "./fenced-sql.js";
-import { PgCheckpointTables } from "./pg-checkpoints.js";
+import { PgAccessTables } from "./pg-access-tables.js";
 import { updateSessionFence } from "./fenced-sql.js";
 import { inboxFromRaw, messageFromRaw, sessionFromRaw, toJson, type RawInbox, type RawMessage, type RawSession } from "../rows.js";
 import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js";
@@ -34,7 +34,7 @@ import { SESSION_COLUMNS, SESSION_PATCH_COLUMNS, USAGE_COLUMNS } from "./sql.js"
  * statement, fenced-sql.ts; the rest in a transaction that share-locks the lease row first)
  * and fails with LEASE_LOST once another node has taken the session.
  */
-export class PgStore extends PgCheckpointTables implements Store {
+export class PgStore extends PgAccessTables implements Store {
   constructor(db: Database, clock: Clock, lease?: Lease, ownsPool = true) {
     super(db, clock, lease, ownsPool);
   }
@@ -58,6 +58,7 @@ export class PgStore extends PgCheckpointTables implements Store {
         session.title ?? null,
         session.origin ?? "api",
         session.ephemeral ?? false,
+        session.owner_key ?? null,
         session.forked_from ?? null,
       ]),
     );
@@ -70,8 +71,9 @@ export class PgStore extends PgCheckpointTables implements Store {
   }
 
   async listSessions(filter: SessionFilter = {}): Promise<SessionRow[]> {
+    const values = [filter.parentSessionId ?? null, filter.status ?? null, filter.query ? filter.query.toLowerCase() : null, filter.order === "activity", limitOf(filter.limit)];
     const { rows } = await this.direct("list sessions", undefined, (on) =>
-      on.run<RawSession>("listSessions", [filter.parentSessionId ?? null, filter.status ?? null, filter.query ? filter.query.toLowerCase() : null, filter.order === "activity", limitOf(filter.limit)]),
+      filter.ownerKey === undefined ? on.run<RawSession>("listSessions", values) : on.run<RawSession>("listOwnedSessions", [...values, filter.ownerKey]),
     );
     return rows.map(sessionFromRaw);
   }

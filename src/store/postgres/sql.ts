@@ -1,5 +1,6 @@
 import { AUTOMATION_SQL } from "./automation-sql.js";
 import { CHANNELS } from "./channels.js";
+import { ACCESS_SQL } from "./access-sql.js";
 import { CLUSTER_SQL } from "./cluster-sql.js";
 import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
 
@@ -10,7 +11,7 @@ import { FENCED_SQL, TOOL_CALL_UPSERT } from "./fenced-sql.js";
 
 const SESSION_COLUMNS = `id, agent, mode, status, parent_session_id, spawn_depth, instance_name, model, reasoning,
   budget_override, objective, success_criteria, prompt_tokens, completion_tokens, total_tokens, cached_tokens,
-  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, title, origin, ephemeral, forked_from, created_at, updated_at`;
+  cache_creation_tokens, reasoning_tokens, context_size, cost_usd, title, origin, ephemeral, forked_from, owner_key, created_at, updated_at`;
 const MESSAGE_COLUMNS = "id, session_id, seq, role, content, thinking, tool_calls, tool_call_id, finish_reason, token_usage, meta, kind, compacted, reverted, created_at";
 const TOOL_CALL_COLUMNS = "id, session_id, message_id, name, arguments, state, output, started_at, ended_at";
 
@@ -18,13 +19,21 @@ export { CHANNELS };
 
 export const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, created_at, updated_at, forked_from)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $13, $13, $17)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, owner_key, created_at, updated_at, forked_from)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16,
+      -- A sub-agent belongs to its parent's key.
+      COALESCE($17::text, (SELECT owner_key FROM sessions WHERE id = $5)), $13, $13, $18)
     RETURNING ${SESSION_COLUMNS}`,
   getSession: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`,
   // $3 is folded to lower case already; LIMIT NULL is no limit.
   listSessions: `SELECT ${SESSION_COLUMNS} FROM sessions
     WHERE ($1::text IS NULL OR parent_session_id = $1) AND ($2::text IS NULL OR status = $2)
+      AND ($3::text IS NULL OR strpos(lower(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), $3) > 0)
+    ORDER BY CASE WHEN $4::boolean THEN updated_at END DESC, CASE WHEN $4::boolean THEN -pos ELSE pos END
+    LIMIT $5`,
+  // The same, of one key's sessions ($6), on the owner index.
+  listOwnedSessions: `SELECT ${SESSION_COLUMNS} FROM sessions
+    WHERE owner_key = $6 AND ($1::text IS NULL OR parent_session_id = $1) AND ($2::text IS NULL OR status = $2)
       AND ($3::text IS NULL OR strpos(lower(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), $3) > 0)
     ORDER BY CASE WHEN $4::boolean THEN updated_at END DESC, CASE WHEN $4::boolean THEN -pos ELSE pos END
     LIMIT $5`,
@@ -91,6 +100,7 @@ export const SQL = {
     WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR kind = $2)
     ORDER BY id`,
 
+  ...ACCESS_SQL,
   ...CLUSTER_SQL,
   ...FENCED_SQL,
   ...AUTOMATION_SQL,

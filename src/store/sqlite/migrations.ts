@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { ACCESS_SCHEMA } from "./access-tables.js";
 import { MIGRATIONS_TABLE, runMigrations, type Migration as StoreMigration } from "../migrations.js";
 
 /** A SQLite step: an SQL script, or a function for steps that need logic (data back-fills). */
@@ -254,6 +255,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "session titles, origin, ephemeral", up: SESSION_TITLES },
   { version: 4, name: "schedules and webhooks", up: AUTOMATION },
   { version: 5, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
+  { version: 6, name: "access: api keys, session owners, request counters and audit", up: ACCESS_SCHEMA },
 ];
 
 /**

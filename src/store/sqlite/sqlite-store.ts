@@ -32,7 +32,7 @@ import {
   type RawMessage,
   type RawSession,
 } from "../rows.js";
-import { SqliteCheckpointTables } from "./sqlite-checkpoints.js";
+import { SqliteAccessTables } from "./access-tables.js";
 
 export interface SqliteStoreOptions {
   /** Source of timestamps. default: systemClock */
@@ -52,7 +52,7 @@ export interface SqliteStoreOptions {
  * promises so callers stay ready for a networked store). Several instances, in this
  * process or others, may share one file: WAL lets readers run beside the single writer.
  */
-export class SqliteStore extends SqliteCheckpointTables implements Store {
+export class SqliteStore extends SqliteAccessTables implements Store {
   private readonly deliverTx: (sessionId: string, deliveries: { inboxId: string; message: NewMessage }[]) => MessageRow[];
   private readonly assistantStepTx: (message: NewMessage, calls: readonly StoredToolCall[], spend?: StepSpend) => MessageRow;
   private readonly toolResultTx: (input: { sessionId: string; callId: string; state: ToolCallState; message: NewMessage }) => MessageRow;
@@ -151,6 +151,7 @@ export class SqliteStore extends SqliteCheckpointTables implements Store {
         origin: session.origin ?? "api",
         ephemeral: session.ephemeral ? 1 : 0,
         forked_from: session.forked_from ?? null,
+        owner_key: session.owner_key ?? null,
         now: this.nowIso(),
       }) as RawSession;
       return sessionFromRaw(raw);
@@ -167,7 +168,9 @@ export class SqliteStore extends SqliteCheckpointTables implements Store {
 
   async listSessions(filter: SessionFilter = {}): Promise<SessionRow[]> {
     this.assertOpen();
-    const rows = this.stmts.listSessions.all({
+    const statement = filter.ownerKey === undefined ? this.stmts.listSessions : this.stmts.listOwnedSessions;
+    const rows = statement.all({
+      ...(filter.ownerKey === undefined ? {} : { owner: filter.ownerKey }),
       parent: filter.parentSessionId ?? null,
       status: filter.status ?? null,
       query: filter.query ? filter.query.toLowerCase() : null,

@@ -3,14 +3,22 @@ import type Database from "better-sqlite3";
 /** Every statement the store runs, as SQL; prepared once per connection. */
 const SQL = {
   insertSession: `INSERT INTO sessions (id, agent, mode, status, parent_session_id, spawn_depth, instance_name,
-      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, forked_from, created_at, updated_at)
+      model, reasoning, budget_override, objective, success_criteria, title, origin, ephemeral, forked_from, owner_key, created_at, updated_at)
     VALUES (@id, @agent, @mode, @status, @parent_session_id, @spawn_depth, @instance_name,
-      @model, @reasoning, @budget_override, @objective, @success_criteria, @title, @origin, @ephemeral, @forked_from, @now, @now)
+      @model, @reasoning, @budget_override, @objective, @success_criteria, @title, @origin, @ephemeral, @forked_from,
+      -- A sub-agent belongs to its parent's key.
+      COALESCE(@owner_key, (SELECT owner_key FROM sessions WHERE id = @parent_session_id)), @now, @now)
     RETURNING *`,
   getSession: "SELECT * FROM sessions WHERE id = ?",
   // veil_fold: JavaScript's toLowerCase (SQLite's lower() folds ASCII only); @query is folded already.
   listSessions: `SELECT * FROM sessions
     WHERE (@parent IS NULL OR parent_session_id = @parent) AND (@status IS NULL OR status = @status)
+      AND (@query IS NULL OR instr(veil_fold(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), @query) > 0)
+    ORDER BY CASE WHEN @by_activity THEN updated_at END DESC, CASE WHEN @by_activity THEN -rowid ELSE rowid END
+    LIMIT @limit`,
+  // The same, of one key's sessions, on the owner index.
+  listOwnedSessions: `SELECT * FROM sessions
+    WHERE owner_key = @owner AND (@parent IS NULL OR parent_session_id = @parent) AND (@status IS NULL OR status = @status)
       AND (@query IS NULL OR instr(veil_fold(coalesce(title, '') || ' ' || id || ' ' || agent || ' ' || coalesce(instance_name, '')), @query) > 0)
     ORDER BY CASE WHEN @by_activity THEN updated_at END DESC, CASE WHEN @by_activity THEN -rowid ELSE rowid END
     LIMIT @limit`,

@@ -37,7 +37,7 @@ export const agentMessage = defineTool({
     if (input.sessionId === ctx.sessionId) {
       throw new ToolError("VALIDATION_ERROR", "agent_message cannot target your own session; pass a sub-agent's session id");
     }
-    const target = await service.session(input.sessionId);
+    const target = await service.sessionFor(ctx.sessionId, input.sessionId);
     if (target.status === "closed") throw new ToolError("SESSION_CLOSED", `session ${target.id} is closed; spawn a new sub-agent instead`);
     if (target.status === "suspended") throw new ToolError("SESSION_SUSPENDED", `session ${target.id} is suspended; it must be resumed before it can receive messages`);
 
