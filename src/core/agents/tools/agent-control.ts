@@ -63,7 +63,7 @@ export const agentControl = defineTool({
         return { output: xmlEnvelope(await service.stateFields(target, ctx.sessionId)), details: { sessionId: target.id, action: "stop", wasRunning: stopped } };
       }
       case "update-session":
-        return updateSession(target, params, ctx);
+        return updateSession(service, target, params, ctx);
       case "get-last-message":
         return getLastMessage(service, target, params.full_steps === true);
     }
@@ -91,7 +91,7 @@ async function getSummary(service: MultiAgentService, target: SessionRow, ctx: T
   };
 }
 
-async function updateSession(target: SessionRow, params: ControlParams, ctx: ToolContext): Promise<ToolOutcome> {
+async function updateSession(service: MultiAgentService, target: SessionRow, params: ControlParams, ctx: ToolContext): Promise<ToolOutcome> {
   if (target.status === "closed") throw new ToolError("SESSION_CLOSED", `session ${target.id} is closed`);
   const unknown = Object.keys(params).filter((k) => !UPDATE_KEYS.includes(k));
   if (unknown.length > 0) throw new ToolError("VALIDATION_ERROR", `update-session accepts params.reasoning and params.budget_override; unknown: ${unknown.join(", ")}`);
