@@ -32,6 +32,7 @@ import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
 import type { Engine, RunResult } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
+import { clientForRecordings } from "./llm/recordings/clients.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { openStore } from "./store/open.js";
@@ -138,7 +139,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const fences = clusterStore ? new RunFences({ store: clusterStore, log }) : null;
   const eventWriter = fences ? new FencedEventWriter(fences) : null;
   const events = new EventLog({ store, bus, clock, log, ...(eventWriter ? { append: eventWriter.append } : {}) });
-  const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
+  // VEIL_RECORD records the model's answers; VEIL_REPLAY answers from a recording instead of any provider.
+  const llm = clientForRecordings(() => options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log }), {
+    env,
+    workspace: config.paths.workspace,
+    clock,
+    log,
+  });
   const claudeCli = createClaudeCliEngine({ config });
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
