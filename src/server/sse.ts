@@ -30,6 +30,8 @@ export interface SseOptions {
   until?: Promise<unknown>;
   /** Comment line sent on connect. */
   hello?: string;
+  /** Told when the stream opens and when it closes (the SSE clients gauge). */
+  clients?: { sseOpened(): void; sseClosed(): void } | null;
 }
 
 const encoder = new TextEncoder();
@@ -83,6 +85,7 @@ export function sseResponse(options: SseOptions): Response {
           if (closed) return;
           batched.flush();
           closed = true;
+          options.clients?.sseClosed();
           unsubscribe();
           clearInterval(heartbeat);
           wakeReplay?.();
@@ -114,6 +117,7 @@ export function sseResponse(options: SseOptions): Response {
           if (options.endAfter?.(event)) close();
         };
 
+        options.clients?.sseOpened();
         push(encoder.encode(`: ${options.hello ?? "connected"}\n\n`), true);
         for (const item of options.initial?.() ?? []) push(encoder.encode(formatSse(item.data, item.id)), true);
         unsubscribe = options.bus.subscribe(options.filter, (event) => (held ? held.push(event) : sendLive(event)));
@@ -156,6 +160,7 @@ export function sseResponse(options: SseOptions): Response {
         wake?.();
       },
       cancel() {
+        if (!closed) options.clients?.sseClosed();
         closed = true;
         pending.length = 0;
         unsubscribe();

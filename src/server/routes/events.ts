@@ -52,5 +52,6 @@ export function sessionEvents(request: Request, state: ServerState, sessionId: s
     signal: request.signal,
     heartbeatMs: state.heartbeatMs,
     initial,
+    clients: state.runtime.metrics,
   });
 }

@@ -39,6 +39,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       signal: c.req.raw.signal,
       heartbeatMs: state.heartbeatMs,
       initial: pendingMethodFrames(pending),
+      clients: runtime.metrics,
     });
   });
 

@@ -13,6 +13,7 @@ import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
 import { sseResponse } from "../sse.js";
 import { compileOutputSchema } from "../../engines/output-schema.js";
+import { traceparentOf } from "../trace-context.js";
 import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
 
 /** A title as callers give it: folded to one line and checked (1–200 characters) by core/session-title.ts. */
@@ -148,7 +149,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
     // A schema AJV refuses is a 400 before anything is looked up, stored or sent.
     const outputSchema = body.output_schema === undefined ? undefined : compileOutputSchema(body.output_schema, "output_schema");
-    const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}) };
+    const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}), ...traceparentOf(c.req.header("traceparent")) };
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
     const session = await sessions.get(id);
     // Before anything is stored or streamed: a model that cannot be reached is one 400 CONFIG_ERROR.
@@ -167,6 +168,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
         signal: c.req.raw.signal,
         heartbeatMs: state.heartbeatMs,
         until: ended,
+        clients: runtime.metrics,
       });
       try {
         const receipt = await sessions.send(id, message, sendOptions);
