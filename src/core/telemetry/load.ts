@@ -49,12 +49,14 @@ export function tracesConfig(env: Record<string, string | undefined>, settings: 
   if (!url) return null;
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || settings?.protocol || "http/protobuf";
   const delay = Number(env.OTEL_BSP_SCHEDULE_DELAY);
+  const timeout = Number(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT || env.OTEL_EXPORTER_OTLP_TIMEOUT);
   return {
     url,
     protocol: protocol === "http/json" ? "http/json" : "http/protobuf",
     headers: { ...settings?.headers, ...parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
     serviceName: env.OTEL_SERVICE_NAME || settings?.serviceName || "veil",
     scheduledDelayMs: env.OTEL_BSP_SCHEDULE_DELAY && Number.isFinite(delay) && delay >= 0 ? delay : 1_000,
+    exportTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : 10_000,
   };
 }
 

@@ -23,6 +23,8 @@ export interface TracesConfig {
   serviceName: string;
   /** Longest wait before queued spans are sent. */
   scheduledDelayMs: number;
+  /** How long one export may take, its retries included. */
+  exportTimeoutMs: number;
 }
 
 /** Sub-agent turns find the tool call that sent their message among this many recent calls. */
@@ -34,7 +36,7 @@ export async function createTracing(config: TracesConfig, log: Logger): Promise<
   const exporter = new WarningExporter(await otlpExporter(config), config.url, log);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ "service.name": config.serviceName, "service.version": VERSION }),
-    spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduledDelayMs, exportTimeoutMillis: 10_000 })],
+    spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduledDelayMs, exportTimeoutMillis: config.exportTimeoutMs })],
   });
   const spans = new SpanIndex(provider.getTracer("veil", VERSION));
   return {
@@ -49,7 +51,7 @@ export async function createTracing(config: TracesConfig, log: Logger): Promise<
 }
 
 async function otlpExporter(config: TracesConfig): Promise<SpanExporter> {
-  const options = { url: config.url, headers: config.headers, timeoutMillis: 10_000 };
+  const options = { url: config.url, headers: config.headers, timeoutMillis: config.exportTimeoutMs };
   if (config.protocol === "http/json") {
     const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
     return new OTLPTraceExporter(options);
