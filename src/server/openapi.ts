@@ -302,7 +302,7 @@ const ERROR_STATUSES: Record<string, string> = {
   "413": "PAYLOAD_TOO_LARGE",
   "429": "TOO_MANY_SESSIONS: limits.maxLiveSessions reached",
   "500": "INTERNAL_ERROR",
-  "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status",
+  "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status; REPLAY_MISMATCH: under VEIL_REPLAY, the request is not the recorded one",
   "504": "TIMEOUT",
 };
 
