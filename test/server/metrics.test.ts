@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
 import { httpError, reply } from "../helpers/fake-llm.js";
+import { VeilClient } from "../../src/client/index.js";
 
 let h: RuntimeHarness | undefined;
 afterEach(async () => {
@@ -62,6 +63,9 @@ describe("GET /metrics", () => {
     expect(scrape.status).toBe(200);
     expect(scrape.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const { types, samples } = parseExposition(await scrape.text());
+    // The typed client reads the same text.
+    const client = new VeilClient({ baseUrl: server.url, secret: "test-secret" });
+    expect(parseExposition(await client.metrics()).samples.find((s) => s.name === "veil_turns_total" && s.labels.stop_reason === "stop")?.value).toBe(1);
     expect(types.get("veil_turns_total")).toBe("counter");
     expect(types.get("veil_turn_duration_seconds")).toBe("histogram");
     expect(types.get("veil_sessions_live")).toBe("gauge");

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createRuntimeHarness, type RuntimeHarness } from "../../helpers/runtime.js";
 import { reply } from "../../helpers/fake-llm.js";
+import { VeilClient } from "../../../src/client/index.js";
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from "../../helpers/otlp-collector.js";
 
 let h: RuntimeHarness | undefined;
@@ -26,8 +27,8 @@ describe("traces over OTLP/HTTP", () => {
     h.llm.enqueue(reply().text("done").usage({ prompt_tokens: 2000, completion_tokens: 10 }).stop());
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const callerSpan = "00f067aa0ba902b7";
-    const chat = await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "look" }), headers: { traceparent: `00-${traceId}-${callerSpan}-01` } });
-    expect(chat.status).toBe(200);
+    const client = new VeilClient({ baseUrl: server.url, secret: "test-secret" });
+    expect((await client.chat(session.id, "look", { traceparent: `00-${traceId}-${callerSpan}-01` })).content).toBe("done");
 
     const spans = await collector.waitFor((all) => named(all, "invoke_agent default").length === 1);
     const turn = named(spans, "invoke_agent default")[0]!;
