@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { tracesConfig } from "../../../src/core/telemetry/load.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../../helpers/runtime.js";
 import { reply } from "../../helpers/fake-llm.js";
 import { VeilClient } from "../../../src/client/index.js";
@@ -111,5 +112,54 @@ describe("traces over OTLP/HTTP", () => {
     await h.runtime.telemetry!.close();
     expect(h.log.entries.filter((e) => e.message.startsWith("telemetry: traces cannot be sent"))).toHaveLength(1);
     expect(h.log.entries.filter((e) => e.level === "error")).toEqual([]);
+  });
+});
+
+describe("where traces go", () => {
+  it("reads the OTEL_* variables over settings.telemetry, and is off with neither", () => {
+    expect(tracesConfig({}, undefined)).toBeNull();
+    expect(tracesConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "" }, {})).toBeNull();
+    expect(tracesConfig({}, { otlpEndpoint: "http://collector:4318/", protocol: "http/json", headers: { "x-key": "s" }, serviceName: "agents" })).toEqual({
+      url: "http://collector:4318/v1/traces",
+      protocol: "http/json",
+      headers: { "x-key": "s" },
+      serviceName: "agents",
+      scheduledDelayMs: 1000,
+      exportTimeoutMs: 10000,
+    });
+    const env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://env:4318",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-key=from%20env,other=1",
+      OTEL_SERVICE_NAME: "svc",
+      OTEL_BSP_SCHEDULE_DELAY: "250",
+      OTEL_EXPORTER_OTLP_TIMEOUT: "3000",
+    };
+    expect(tracesConfig(env, { otlpEndpoint: "http://settings:4318", protocol: "http/json", headers: { "x-key": "s", kept: "yes" } })).toEqual({
+      url: "http://env:4318/v1/traces",
+      protocol: "http/protobuf",
+      headers: { "x-key": "from env", other: "1", kept: "yes" },
+      serviceName: "svc",
+      scheduledDelayMs: 250,
+      exportTimeoutMs: 3000,
+    });
+    expect(tracesConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://exact/traces" }, undefined)?.url).toBe("http://exact/traces");
+  });
+
+  it("sends a turn's spans to settings.telemetry.otlpEndpoint with no OTEL_* variable set", async () => {
+    collector = await startOtlpCollector();
+    h = await createRuntimeHarness({ settings: { telemetry: { otlpEndpoint: collector.url, protocol: "http/json", serviceName: "from-settings" } } });
+    h.llm.enqueue(reply().text("hi").stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    await (await h.runtime.sessions.send(session.id, "hi")).result;
+    await h.runtime.telemetry!.close();
+    expect(collector.spans.map((s) => [s.name, s.resource["service.name"]])).toEqual([
+      ["chat fake-model", "from-settings"],
+      ["invoke_agent default", "from-settings"],
+    ]);
+  });
+
+  it("refuses a settings.telemetry it cannot use with CONFIG_ERROR naming the key", async () => {
+    await expect(createRuntimeHarness({ settings: { telemetry: { otlpEndpoint: "http://x", protocol: "grpc" } } })).rejects.toMatchObject({ code: "CONFIG_ERROR", message: expect.stringContaining("protocol") });
   });
 });
