@@ -50,6 +50,8 @@ export const ERROR_STATUS = {
   /** The database behind the store cannot be reached (down, refusing, cut mid-query). */
   STORE_UNAVAILABLE: 503,
   TIMEOUT: 504,
+  /** VEIL_REPLAY: a model request is not the one the recording holds (the message names the first difference). */
+  REPLAY_MISMATCH: 502,
   /** The turn was cancelled (POST /cancel, a closing session, a shutdown) before it answered. */
   CANCELLED: 409,
   // `veil serve` could not bind (printed by the CLI; never an HTTP answer).

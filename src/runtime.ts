@@ -34,6 +34,11 @@ import { createClaudeCliEngine } from "./engines/claude-cli/index.js";
 import { createNativeEngine } from "./engines/native/loop.js";
 import type { Engine, RunResult } from "./engines/types.js";
 import { createLlmClient } from "./llm/fallback.js";
+import { clientForRecordings } from "./llm/recordings/clients.js";
+import { loadTelemetry } from "./core/telemetry/load.js";
+import type { VeilMetrics } from "./core/telemetry/metrics.js";
+import { reportingFailures } from "./core/telemetry/model-calls.js";
+import type { Telemetry } from "./core/telemetry/types.js";
 import type { LlmClient } from "./llm/types.js";
 import type { Store } from "./store/store.js";
 import { openStore } from "./store/open.js";
@@ -115,6 +120,10 @@ export interface Runtime {
   services: ToolServices;
   /** The server's address, set once it listens (web_fetch refuses it). */
   selfAddress: SelfAddress;
+  /** Metrics and traces of the runs (null: none configured). */
+  telemetry: Telemetry | null;
+  /** What GET /metrics serves (a serving runtime's; null in one-shot mode). */
+  metrics: VeilMetrics | null;
   agents(): Record<string, AgentConfig>;
   /** Background work of a serving runtime, in the order it must happen (idempotent). */
   start(): Promise<void>;
@@ -144,7 +153,21 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const fences = clusterStore ? new RunFences({ store: clusterStore, log }) : null;
   const eventWriter = fences ? new FencedEventWriter(fences) : null;
   const events = new EventLog({ store, bus, clock, log, ...(eventWriter ? { append: eventWriter.append } : {}) });
-  const llm = options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log });
+  // VEIL_RECORD records the model's answers; VEIL_REPLAY answers from a recording instead of any provider.
+  const recorded = clientForRecordings(() => options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log }), {
+    env,
+    workspace: config.paths.workspace,
+    clock,
+    log,
+  });
+  // Metrics for a server (GET /metrics), traces where a collector is configured; else nothing loads.
+  const { telemetry, metrics } = await loadTelemetry({
+    env,
+    settings: config.settings.telemetry,
+    metrics: mode === "serve" ? { liveSessions: () => sessions.liveCount, monotonic: () => clock.monotonic() } : null,
+    log,
+  });
+  const llm = telemetry?.modelCallFailed ? reportingFailures(recorded, (code) => telemetry.modelCallFailed!(code)) : recorded;
   const claudeCli = createClaudeCliEngine({ config });
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
@@ -196,7 +219,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       ? new ClusterNode({ store: clusterStore, sessions: (): SessionManager => sessions, events, fences, eventWriter, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) })
       : null;
   const placement: SessionPlacement = cluster ?? singleNodePlacement(store);
-  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, placement, checkpoints, keyBudgetSpent });
+  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, telemetry, placement, checkpoints, keyBudgetSpent });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
 
@@ -246,6 +269,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     webhooks: { inbound, outbound },
     services,
     selfAddress,
+    telemetry,
+    metrics,
     agents,
     start() {
       if (mode === "oneshot") return Promise.resolve();
@@ -279,6 +304,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       await claudeCli.shutdown();
       await events.flush();
       await deltas?.flush();
+      // The last turns' spans go out before the process ends.
+      await telemetry?.close();
       await resources.dispose();
       await store.close();
     },

@@ -132,14 +132,14 @@ export class VeilClient {
    * typed as `T`: `await veil.chat<{ city: string }>(id, "…", { output_schema })`.
    */
   chat<T = unknown>(sessionId: string, message: string, options: ChatOptions = {}): Promise<ChatReply<T>> {
-    const { signal, ...rest } = options;
-    return this.json("POST", `/sessions/${enc(sessionId)}/chat`, { message, ...rest }, signal);
+    const { signal, traceparent, ...rest } = options;
+    return this.json("POST", `/sessions/${enc(sessionId)}/chat`, { message, ...rest }, signal, traceHeaders(traceparent));
   }
 
   /** Sends a message and yields the turn's events as they happen, ending with `chat.done`. */
   async *chatStream(sessionId: string, message: string, options: ChatOptions = {}): AsyncGenerator<VeilEvent> {
-    const { signal, ...rest } = options;
-    const res = await this.request("POST", `/sessions/${enc(sessionId)}/chat`, { message, ...rest, stream: true }, signal, "text/event-stream");
+    const { signal, traceparent, ...rest } = options;
+    const res = await this.request("POST", `/sessions/${enc(sessionId)}/chat`, { message, ...rest, stream: true }, signal, "text/event-stream", traceHeaders(traceparent));
     for await (const sse of parseSse(res.body!, signal)) {
       const event = JSON.parse(sse.data) as VeilEvent;
       yield event;
@@ -261,8 +261,13 @@ export class VeilClient {
     return this.json("DELETE", token ? `/stream-tokens/${enc(token)}` : "/stream-tokens");
   }
 
-  private async json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const res = await this.request(method, path, body, signal, "application/json");
+  /** `GET /metrics`: the server's Prometheus text (turns, tool calls, tokens, durations, sessions, SSE clients, provider errors). */
+  async metrics(): Promise<string> {
+    return (await this.request("GET", "/metrics", undefined, undefined, "text/plain")).text();
+  }
+
+  private async json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<T> {
+    const res = await this.request(method, path, body, signal, "application/json", headers);
     return (await res.json()) as T;
   }
 
@@ -288,6 +293,10 @@ async function apiError(res: Response): Promise<VeilApiError> {
     // not JSON: fall through
   }
   return new VeilApiError(res.status, `HTTP_${res.status}`, text.slice(0, 200) || res.statusText);
+}
+
+function traceHeaders(traceparent: string | undefined): Record<string, string> {
+  return traceparent ? { traceparent } : {};
 }
 
 function enc(part: string): string {

@@ -96,6 +96,8 @@ export interface ChatOptions {
    */
   output_schema?: Record<string, unknown>;
   signal?: AbortSignal;
+  /** A W3C traceparent: the turn's trace becomes a child of this span (when the server sends traces). */
+  traceparent?: string;
 }
 
 /**

@@ -231,6 +231,17 @@ export const SettingsFileSchema = Type.Object(
       ),
     ),
     webhooks: Type.Optional(WebhooksSchema),
+    telemetry: Type.Optional(
+      Type.Object(
+        {
+          otlpEndpoint: Type.Optional(Type.String({ pattern: "^https?://", description: "OTLP/HTTP base URL traces go to (<url>/v1/traces); OTEL_EXPORTER_OTLP_ENDPOINT wins." })),
+          protocol: Type.Optional(Type.Union([Type.Literal("http/protobuf"), Type.Literal("http/json")], { description: "OTLP encoding (default http/protobuf); OTEL_EXPORTER_OTLP_PROTOCOL wins." })),
+          headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Headers sent with every export (e.g. an API key)." })),
+          serviceName: Type.Optional(Type.String({ minLength: 1, description: "service.name of the spans (default veil); OTEL_SERVICE_NAME wins." })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: true },
 );

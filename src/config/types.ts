@@ -180,6 +180,8 @@ export interface Settings {
   hooks?: HooksSettings;
   /** default: { type: "sqlite" }; env VEIL_DATABASE_URL selects postgres with that URL. */
   store: StoreSettings;
+  /** Traces over OTLP/HTTP; unset (and no OTEL_EXPORTER_OTLP_ENDPOINT): no telemetry code loads. */
+  telemetry?: TelemetrySettings;
   cluster: {
     /** How long a node's claim on a session lasts without renewal, seconds. default: 15 */
     leaseSeconds: number;
@@ -342,3 +344,13 @@ export interface HookMatcher {
 }
 
 export type HooksSettings = Partial<Record<HookEventName, HookMatcher[]>>;
+
+export interface TelemetrySettings {
+  /** OTLP/HTTP base URL: spans go to `<url>/v1/traces`. */
+  otlpEndpoint?: string;
+  /** default: "http/protobuf" */
+  protocol?: "http/protobuf" | "http/json";
+  headers?: Record<string, string>;
+  /** default: "veil" */
+  serviceName?: string;
+}

@@ -14,16 +14,18 @@ export interface RunOptions {
   reasoning?: ReasoningConfig;
   outputSchema?: OutputSchema;
   warmUp?: boolean;
+  traceparent?: string;
 }
 
 /** The meta to store in the inbox: `meta` plus the options when the call has any. */
 export function withRunOptions(meta: Record<string, unknown> | null, options: RunOptions): Record<string, unknown> | null {
-  if (options.model === undefined && options.reasoning === undefined && options.outputSchema === undefined && options.warmUp !== false) return meta;
+  if (options.model === undefined && options.reasoning === undefined && options.outputSchema === undefined && options.warmUp !== false && options.traceparent === undefined) return meta;
   const stored = {
     ...(options.model !== undefined ? { model: options.model } : {}),
     ...(options.reasoning !== undefined ? { reasoning: options.reasoning } : {}),
     ...(options.outputSchema !== undefined ? { output_schema: { name: options.outputSchema.name, schema: options.outputSchema.schema } } : {}),
     ...(options.warmUp === false ? { warmUp: false } : {}),
+    ...(options.traceparent !== undefined ? { traceparent: options.traceparent } : {}),
   };
   return { ...meta, [RUN_OPTIONS_KEY]: stored };
 }
@@ -38,6 +40,7 @@ export function runOptionsOf(item: InboxItem): RunOptions {
     // It compiled when the chat arrived, on a node of the same build.
     ...(stored.output_schema ? { outputSchema: compileSpec(stored.output_schema) } : {}),
     ...(stored.warmUp === false ? { warmUp: false } : {}),
+    ...(typeof stored.traceparent === "string" ? { traceparent: stored.traceparent } : {}),
   };
 }
 /** The meta the delivered user message keeps. */

@@ -67,6 +67,8 @@ export class RunRecorder {
   }
 
   async apply(event: RunEvent): Promise<void> {
+    // Only observability follows a call's start: nothing is stored or sent for it.
+    if (event.type === "model_call_started") return;
     const writer = this.writer;
     if (this.unstoredSpend && event.type !== "assistant_message" && !event.type.endsWith("_delta") && event.type !== "tool_call_started") await this.storeSpend();
     switch (event.type) {

@@ -13,6 +13,7 @@ import { ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveS
 import { stopHook } from "./session-hooks.js";
 import { notHeldResult, type RunFence, type SessionPlacement } from "./placement.js";
 import type { SendOptions, SessionManagerDeps } from "./session-types.js";
+import type { TurnParent, TurnTelemetry } from "./telemetry/types.js";
 
 /** The inbox side of a run, kept by the SessionManager (it owns the drain). */
 export interface RunInbox {
@@ -56,6 +57,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
   live.inbox.changed();
   const inbox = host.inbox(id, live, recorder);
+  const telemetry = host.deps.telemetry?.turnStarted({ sessionId: id, parent: turnParent(perCall), costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? "") });
   let result: RunResult;
   try {
     // Many runs starting at once take turns with the sockets (see fair-turns.ts).
@@ -70,7 +72,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     const owner = session.owner_key;
     const keyBudgetSpent = host.deps.keyBudgetSpent;
     const overBudget = owner && keyBudgetSpent ? () => keyBudgetSpent(owner) : null;
-    await streamEngine(host, { id, live, run, recorder, inbox, overBudget }, session, turn);
+    await streamEngine(host, { id, live, run, recorder, inbox, overBudget, telemetry }, session, turn);
     result = recorder.result();
   } catch (error) {
     const code = error instanceof VeilError ? error.code : "INTERNAL_ERROR";
@@ -90,8 +92,18 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // The summarizer's spend of that compaction is the turn's too.
   const spent = recorder.result().costUsd;
   if (spent !== undefined) result = { ...result, costUsd: spent };
+  telemetry?.ended(result);
   await finishRun(host, id, live, run, result, recorder, fence);
   return result;
+}
+
+/** Where the turn's trace hangs: the caller's traceparent, else the sub-agent call that sent the message. */
+function turnParent(perCall: SendOptions): TurnParent | null {
+  if (perCall.traceparent) return { traceparent: perCall.traceparent };
+  const from = perCall.meta?.fromSessionId;
+  if (typeof from !== "string") return null;
+  const call = perCall.meta?.fromToolCallId;
+  return { sessionId: from, ...(typeof call === "string" ? { toolCallId: call } : {}) };
 }
 
 const TOOL_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["tool_started", "tool_state", "tool_progress", "tool_finished"]);
@@ -104,6 +116,7 @@ interface RunScope {
   run: ActiveRun;
   recorder: RunRecorder;
   inbox: RunInbox;
+  telemetry: TurnTelemetry | undefined;
 }
 
 /** Runs the session's engine over the prepared turn, every event through the recorder. */
@@ -112,6 +125,7 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
   const signal = run.controller.signal;
   live.context.begin({ ...turn.context, signal }, turn.rows, session.context_size, recorder.contextWriter());
   const engine = selectEngine(host.deps.engines, turn.modelKey);
+  scope.telemetry?.prepared({ agent: session.agent, modelKey: turn.modelKey, engine: engine.name });
   const stream = engine.run(
     {
       sessionId: id,
@@ -139,6 +153,7 @@ async function streamEngine(host: RunHost, scope: RunScope, session: SessionRow,
   for await (const event of stream) {
     // Runs take turns between steps; a tool call's own events are one step's, and go on at once.
     if (!TOOL_EVENTS.has(event.type)) await fairTurn();
+    scope.telemetry?.event(event);
     await scope.recorder.apply(event);
     if (event.type === "assistant_message" && !event.final) await checkBudget();
   }

@@ -65,6 +65,11 @@ export class SessionManager {
    * costs memory and shells. Open sessions in the store that no process holds (a hundred
    * one-shot `veil run`s, a server's sessions before its restart) are rows, and cost nothing.
    */
+  /** Sessions this process holds now (the ones limits.maxLiveSessions counts). */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
   async create(input: CreateSessionInput): Promise<SessionRow> {
     const row = await createSession(this.deps, input, this.live.size, (id) => this.writer(id));
     this.liveFor(row.id);

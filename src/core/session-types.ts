@@ -8,6 +8,7 @@ import type { RunSetupDeps } from "./run-setup.js";
 import type { SessionManager } from "./session-manager.js";
 import type { WorkspaceTracker } from "./checkpoints/workspace-tracker.js";
 import type { SessionPlacement } from "./placement.js";
+import type { Telemetry } from "./telemetry/types.js";
 
 export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   /**
@@ -28,6 +29,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   placement: SessionPlacement;
   /** True once the API key that owns a session has spent its budget (its runs then stop at the next step); absent: no key budgets. */
   keyBudgetSpent?: (ownerKey: string) => Promise<boolean>;
+  /** Metrics and traces of the runs; absent: none. */
+  telemetry?: Telemetry | null;
 }
 
 export interface CreateSessionInput {
@@ -70,6 +73,8 @@ export interface SendOptions {
    * shell most never use. Applies when this message starts a run. default: true
    */
   warmUp?: boolean;
+  /** A caller's W3C traceparent: the turn this message starts is traced under it. */
+  traceparent?: string;
 }
 
 export interface SendReceipt {

@@ -56,6 +56,8 @@ export type RunEvent =
   | { type: "thinking_delta"; delta: string }
   /** The model committed to a tool name; arguments may still be streaming (→ inference.tool). */
   | { type: "tool_call_started"; id: string; name: string }
+  /** A model call is sent (openai engine), or its answer begins (claude-cli: the SDK sends it). */
+  | { type: "model_call_started"; model: string }
   /** After each model call: adds to the session's usage and sets its context size. */
   | { type: "model_usage"; usage: TokenUsage; /** The model that answered (a fallback may differ from the run's key); prices the call. */ model?: string }
   /** An assistant message is complete; `final` when the run ends with it. */

@@ -43,7 +43,7 @@ export interface LlmError {
    * for its 429, VALIDATION_ERROR for its 400, MODEL_NOT_FOUND for its 404…) are not Veil's
    * answers to a client; reportedError() says what a caller is told.
    */
-  code: "LLM_ERROR" | "TIMEOUT" | "CANCELLED" | "RATE_LIMITED" | "PROVIDER_ERROR" | "MODEL_NOT_FOUND" | "VALIDATION_ERROR" | "CONFIG_ERROR";
+  code: "LLM_ERROR" | "TIMEOUT" | "CANCELLED" | "RATE_LIMITED" | "PROVIDER_ERROR" | "MODEL_NOT_FOUND" | "VALIDATION_ERROR" | "CONFIG_ERROR" | "REPLAY_MISMATCH";
   message: string;
   /** HTTP status when the provider answered with one. */
   status?: number;

@@ -210,6 +210,11 @@ const DOCS: Record<string, Doc> = {
     }),
   },
   "GET /openapi.json": { summary: "this document", tag: "server", response: AnyObject },
+  "GET /metrics": {
+    summary: "Prometheus metrics (text format 0.0.4): veil_turns_total, veil_tool_calls_total{tool,status}, veil_llm_tokens_total{kind}, veil_turn_duration_seconds, veil_sessions_live, veil_sse_clients, veil_provider_errors_total{code}",
+    tag: "server",
+    response: "text",
+  },
   "GET /": { summary: "the web dashboard (HTML; asks for the secret, then uses this API)", tag: "dashboard", public: true },
   "GET /dashboard/app.js": { summary: "dashboard script", tag: "dashboard", public: true },
   "GET /dashboard/app.css": { summary: "dashboard styles", tag: "dashboard", public: true },
@@ -256,7 +261,7 @@ const DOCS: Record<string, Doc> = {
     tag: "sessions",
     response: Type.Object({ tokensBefore: Type.Integer(), tokensAfter: Type.Integer(), summaryMessageId: Type.Union([Type.String(), Type.Null()]) }),
   },
-  "POST /sessions/:id/chat": { summary: "send a message and run a turn; SSE of the turn's events with stream: true or Accept: text/event-stream", tag: "sessions", body: ChatBody, sseOptional: true, response: ChatReply },
+  "POST /sessions/:id/chat": { summary: "send a message and run a turn; SSE of the turn's events with stream: true or Accept: text/event-stream", tag: "sessions", headers: { traceparent: "W3C trace context: the turn's invoke_agent span becomes a child of this span (traces on)" }, body: ChatBody, sseOptional: true, response: ChatReply },
   "GET /sessions/:id/events": {
     summary: "live events of one session (SSE; id is seq); Last-Event-ID replays; with follow=false the stored events as a JSON array (paging history)",
     tag: "events",
@@ -297,7 +302,7 @@ const DOCS: Record<string, Doc> = {
   "GET /agents/:name/memory/:file": { summary: "read an agent's memory file", tag: "memory", response: "text" },
   "PUT /agents/:name/memory/:file": { summary: "overwrite an agent's memory file", tag: "memory", body: MemoryJsonBody, textBody: true, response: AnyObject },
   "POST /completions": { summary: "OpenAI chat completions through the provider fallback chain; model agent/<name>[/<sessionId>] runs that agent (session id in x-veil-session)", tag: "openai", body: CompletionBody, sseOptional: true, response: AnyObject },
-  "POST /v1/chat/completions": { summary: "OpenAI chat completions (the openai SDKs' baseURL is http://HOST:PORT/v1); model agent/<name> runs that agent's loop in a new session, agent/<name>/<sessionId> continues one (session id in x-veil-session)", tag: "openai", body: CompletionBody, sseOptional: true, response: AnyObject },
+  "POST /v1/chat/completions": { summary: "OpenAI chat completions (the openai SDKs' baseURL is http://HOST:PORT/v1); model agent/<name> runs that agent's loop in a new session, agent/<name>/<sessionId> continues one (session id in x-veil-session)", tag: "openai", headers: { traceparent: "W3C trace context: the turn's invoke_agent span becomes a child of this span (traces on)" }, body: CompletionBody, sseOptional: true, response: AnyObject },
   "GET /v1/models": { summary: "OpenAI model list: configured models and agent/<name>", tag: "openai", response: Type.Object({ object: Type.Literal("list"), data: ListOf(AnyObject) }) },
   "GET /v1/models/:id{.+}": { summary: "one model of the list", tag: "openai", response: AnyObject },
   "GET /remote-methods": { summary: "pending remote methods, then live method.pending / method.done (SSE)", tag: "remote methods", sse: true, streamToken: true },
@@ -326,7 +331,7 @@ const ERROR_STATUSES: Record<string, string> = {
   "413": "PAYLOAD_TOO_LARGE",
   "429": "TOO_MANY_SESSIONS: limits.maxLiveSessions reached; RATE_LIMITED: the key's requestsPerMinute (Retry-After in seconds)",
   "500": "INTERNAL_ERROR",
-  "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status",
+  "502": "LLM_ERROR / PROVIDER_ERROR: the provider failed or refused (its 401/403/429 included), the message naming it and its status; REPLAY_MISMATCH: under VEIL_REPLAY, the request is not the recorded one",
   "504": "TIMEOUT",
 };
 

@@ -33,6 +33,8 @@ export interface SseOptions {
   hello?: string;
   /** Only the events of the sessions this admits go out (a key's own sessions); absent: every matching event. */
   admit?: SessionAdmit;
+  /** Told when the stream opens and when it closes (the SSE clients gauge). */
+  clients?: { sseOpened(): void; sseClosed(): void } | null;
 }
 
 const encoder = new TextEncoder();
@@ -86,6 +88,7 @@ export function sseResponse(options: SseOptions): Response {
           if (closed) return;
           batched.flush();
           closed = true;
+          options.clients?.sseClosed();
           unsubscribe();
           clearInterval(heartbeat);
           wakeReplay?.();
@@ -118,6 +121,7 @@ export function sseResponse(options: SseOptions): Response {
         };
         const deliver = options.admit ? orderedGate(options.admit, sendLive) : sendLive;
 
+        options.clients?.sseOpened();
         push(encoder.encode(`: ${options.hello ?? "connected"}\n\n`), true);
         for (const item of options.initial?.() ?? []) push(encoder.encode(formatSse(item.data, item.id)), true);
         unsubscribe = options.bus.subscribe(options.filter, (event) => (held ? held.push(event) : deliver(event)));
@@ -160,6 +164,7 @@ export function sseResponse(options: SseOptions): Response {
         wake?.();
       },
       cancel() {
+        if (!closed) options.clients?.sseClosed();
         closed = true;
         pending.length = 0;
         unsubscribe();

@@ -240,6 +240,7 @@ export class ClaudeTurn {
   }
 
   private async onStreamEvent(event: StreamEvent): Promise<void> {
+    if (event.type === "message_start") this.emit({ type: "model_call_started", model: this.request.modelKey });
     for (const runEvent of this.assembler.accept(event)) {
       if (runEvent.type === "tool_call_started" && this.isNative(runEvent.name)) this.natives.announce(runEvent.id);
       this.emit(runEvent);

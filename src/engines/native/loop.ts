@@ -125,7 +125,7 @@ async function* callModel(view: LlmMessage[], request: RunRequest, io: RunIO, ll
     for await (const event of streamOnce(view, request, llm, outputSchema)) {
       if ("kind" in event) outcome = event;
       else {
-        produced = true;
+        if (event.type !== "model_call_started") produced = true;
         yield event;
       }
     }
@@ -178,6 +178,7 @@ function runEvent(event: StreamEvent): RunEvent | undefined {
 
 async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient, outputSchema?: LlmRequest["outputSchema"]): AsyncGenerator<RunEvent | StreamOutcome> {
   let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
+  yield { type: "model_call_started", model: request.modelKey };
   const stream = llm.stream({
     modelKey: request.modelKey,
     messages,

@@ -14,6 +14,7 @@ import { checkChatMessage } from "./sessions.js";
 import { titleFromMessage } from "../../core/session-title.js";
 import { assertMayStart, assertOwns } from "../access.js";
 import { ownerFor } from "../../core/access/principal.js";
+import { traceparentOf } from "../trace-context.js";
 
 /** The header that names the session an `agent/<name>` completion ran in. */
 export const SESSION_HEADER = "x-veil-session";
@@ -54,7 +55,7 @@ export async function agentCompletion(
   const message = checkChatMessage(state, session, withTranscript(earlier, turn));
   const meta: CompletionMeta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: `${AGENT_MODEL_PREFIX}${target.agent}/${session.id}`, created: Math.floor(runtime.clock.now() / 1000) };
   c.header(SESSION_HEADER, session.id);
-  const sendOptions = { meta: { source: "openai" }, ...(outputSchema ? { outputSchema } : {}) };
+  const sendOptions = { meta: { source: "openai" }, ...(outputSchema ? { outputSchema } : {}), ...traceparentOf(c.req.header("traceparent")) };
 
   if (!body.stream) {
     const result = await (await runtime.sessions.send(session.id, message, sendOptions)).result;

@@ -56,5 +56,6 @@ export function sessionEvents(request: Request, state: ServerState, sessionId: s
     heartbeatMs: state.heartbeatMs,
     initial,
     ...(admit ? { admit } : {}),
+    clients: state.runtime.metrics,
   });
 }

@@ -5,6 +5,7 @@ import { completionRoutes } from "./completions.js";
 import { dashboardRoutes } from "./dashboard.js";
 import { keyRoutes } from "./keys.js";
 import { memoryRoutes } from "./memory.js";
+import { metricsRoutes } from "./metrics.js";
 import { modelRoutes } from "./models.js";
 import { remoteMethodRoutes, streamTokenRoutes } from "./remote-methods.js";
 import { scheduleRoutes } from "./schedules.js";
@@ -12,4 +13,4 @@ import { wakeupRoutes } from "./wakeups.js";
 import { webhookRoutes } from "./webhooks.js";
 
 /** Feature route modules beyond sessions and agents; each feature adds its own here. */
-export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, checkpointRoutes, scheduleRoutes, webhookRoutes, remoteMethodRoutes, streamTokenRoutes, keyRoutes, openApiRoutes, dashboardRoutes];
+export const extraRouteModules: readonly RouteModule[] = [memoryRoutes, completionRoutes, modelRoutes, wakeupRoutes, checkpointRoutes, scheduleRoutes, webhookRoutes, remoteMethodRoutes, streamTokenRoutes, keyRoutes, metricsRoutes, openApiRoutes, dashboardRoutes];

@@ -51,6 +51,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       heartbeatMs: state.heartbeatMs,
       initial: pendingMethodFrames(pending),
       ...(admit ? { admit } : {}),
+      clients: runtime.metrics,
     });
   });
 

@@ -15,6 +15,7 @@ import { assertBudgetLeft, assertMayStart } from "../access.js";
 import { ownerFor, ownerScope, type Principal } from "../../core/access/principal.js";
 import { sseResponse } from "../sse.js";
 import { compileOutputSchema } from "../../engines/output-schema.js";
+import { traceparentOf } from "../trace-context.js";
 import { assertModelTakesContent, validateChatParts, type ChatContent } from "../../core/chat-content.js";
 
 /** A title as callers give it: folded to one line and checked (1–200 characters) by core/session-title.ts. */
@@ -168,7 +169,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const body = await jsonBody<Static<typeof ChatBody>>(c, ChatBody);
     // A schema AJV refuses is a 400 before anything is looked up, stored or sent.
     const outputSchema = body.output_schema === undefined ? undefined : compileOutputSchema(body.output_schema, "output_schema");
-    const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}) };
+    const sendOptions = { model: body.model, reasoning: body.reasoning, meta: { source: "http" }, ...(outputSchema ? { outputSchema } : {}), ...traceparentOf(c.req.header("traceparent")) };
     const wantsStream = body.stream === true || (c.req.header("accept") ?? "").includes("text/event-stream");
     const session = await sessions.get(id);
     await assertBudgetLeft(state, c.get("principal"));
@@ -188,6 +189,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
         signal: c.req.raw.signal,
         heartbeatMs: state.heartbeatMs,
         until: ended,
+        clients: runtime.metrics,
       });
       try {
         const receipt = await sessions.send(id, message, sendOptions);

@@ -26,7 +26,7 @@ describe("claude-cli engine: one turn", () => {
     const types = outcome.events.map((e) => e.type);
     // The Veil tool call is part of the engine's stream: its start, stored state and result.
     expect(types.filter((t) => t !== "text_delta" && t !== "thinking_delta")).toEqual([
-      "tool_call_started", "model_usage", "assistant_message", "tool_started", "tool_state", "tool_finished", "model_usage", "assistant_message", "run_ended",
+      "model_call_started", "tool_call_started", "model_usage", "assistant_message", "tool_started", "tool_state", "tool_finished", "model_call_started", "model_usage", "assistant_message", "run_ended",
     ]);
     const first = outcome.events.find((e) => e.type === "assistant_message")!;
     expect(first).toMatchObject({ finishReason: "tool_calls", final: false });

@@ -25,6 +25,8 @@ export interface EngineHarnessOptions {
   models?: Record<string, unknown>;
   importSdk?: SdkImporter;
   modelKey?: string;
+  /** More variables of the runtime's environment (OTEL_*). */
+  env?: Record<string, string>;
 }
 
 export interface TurnOutcome {
@@ -77,7 +79,7 @@ export async function createEngineHarness(options: EngineHarnessOptions = {}): P
     files,
     settings: { retry: { maxRetries: 0, baseDelayMs: 1, maxDelayMs: 5 }, claudeCli: { baseUrl: api.baseUrl, apiKey: "sk-ant-test", ...options.claudeCli }, ...options.settings },
     models: options.models,
-    env: { PATH: process.env.PATH ?? "", HOME: home },
+    env: { PATH: process.env.PATH ?? "", HOME: home, ...options.env },
     engines: [tapped],
   });
   runtime = harness.runtime;

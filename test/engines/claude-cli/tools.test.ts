@@ -94,7 +94,7 @@ describe("claude-cli engine: tools", () => {
     expect(h.log.entries.some((e) => e.level === "warn" && e.message.includes('"Task" is not in the known-safe'))).toBe(true);
 
     const types = outcome.events.map((e) => e.type).filter((t) => t !== "text_delta");
-    expect(types).toEqual(["tool_call_started", "model_usage", "assistant_message", "tool_started", "tool_finished", "model_usage", "assistant_message", "run_ended"]);
+    expect(types).toEqual(["model_call_started", "tool_call_started", "model_usage", "assistant_message", "tool_started", "tool_finished", "model_call_started", "model_usage", "assistant_message", "run_ended"]);
     const end = h.wire.find((e) => e.type === "tool.end") as unknown as { toolName: string; output: string; success: boolean; toolInput: unknown; durationMs: number };
     expect(end).toMatchObject({ toolName: "Read", success: true, toolInput: { file_path: h.ws.path("pic.txt") } });
     expect(end.output).toContain("native read works");

@@ -42,7 +42,7 @@ export const agentMessage = defineTool({
     if (target.status === "suspended") throw new ToolError("SESSION_SUSPENDED", `session ${target.id} is suspended; it must be resumed before it can receive messages`);
 
     const content = wrapAgentMessage(ctx.agent.name, ctx.sessionId, input.message);
-    const send = { callerId: ctx.sessionId, target, content, fullSteps: input.full_steps === true, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name } };
+    const send = { callerId: ctx.sessionId, target, content, fullSteps: input.full_steps === true, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name, fromToolCallId: ctx.toolCallId } };
     const head: [string, string | null][] = [
       ["instance-name", target.instance_name],
       ["session-id", target.id],

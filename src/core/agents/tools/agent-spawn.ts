@@ -77,7 +77,7 @@ export const agentSpawn = defineTool({
     if (!input.initial_message) return { output: xmlEnvelope(head), details };
 
     const content = wrapAgentMessage(ctx.agent.name, ctx.sessionId, input.initial_message.message);
-    const send = { callerId: ctx.sessionId, target: child, content, fullSteps: false, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name } };
+    const send = { callerId: ctx.sessionId, target: child, content, fullSteps: false, meta: { source: "agent", fromSessionId: ctx.sessionId, fromAgent: ctx.agent.name, fromToolCallId: ctx.toolCallId } };
     if (input.initial_message.async_inform) {
       const sent = await service.delivery.sendAsync(send);
       await noteContactMessage(store, ctx.otherSessions, child.id, caller.id, sent.messageId);
