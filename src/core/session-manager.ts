@@ -224,20 +224,13 @@ export class SessionManager {
    * Puts the files the turns from `messageId` on changed back and takes those turns out of
    * the model's history (their rows stay, flagged reverted). SESSION_BUSY while it runs.
    */
-  async revert(id: string, messageId: string): Promise<RevertOutcome> {
-    const deps = await this.checkpointDeps(id);
-    const outcome = await revertTurns(deps, id, messageId);
-    // An engine that keeps its own conversation starts again from the history as it is now.
-    await this.writer(id).saveEngineState(null);
-    return outcome;
+  revert(id: string, messageId: string): Promise<RevertOutcome> {
+    return this.rewind(id, (deps) => revertTurns(deps, id, messageId));
   }
 
   /** Undoes the last revert while no message came since (else CONFLICT). */
-  async unrevert(id: string): Promise<RevertOutcome> {
-    const deps = await this.checkpointDeps(id);
-    const outcome = await unrevertLast(deps, id);
-    await this.writer(id).saveEngineState(null);
-    return outcome;
+  unrevert(id: string): Promise<RevertOutcome> {
+    return this.rewind(id, (deps) => unrevertLast(deps, id));
   }
 
   /** A new top-level session of the same agent, model and mode whose history is a copy up to and including the turn of `messageId`. */
@@ -249,13 +242,16 @@ export class SessionManager {
     return fork;
   }
 
-  private async checkpointDeps(id: string): Promise<RevertDeps> {
+  /** A revert or unrevert of an idle session; an engine that keeps its own conversation starts again from the history as it is then. */
+  private async rewind(id: string, apply: (deps: RevertDeps) => Promise<RevertOutcome>): Promise<RevertOutcome> {
     const session = await this.get(id);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
     if (this.isRunning(id) || session.status === "running") throw new VeilError("SESSION_BUSY", `session "${id}" is running; wait for its turn to end (or cancel it) first`);
     const tracker = this.deps.checkpoints;
     if (!tracker) throw new VeilError("CONFIG_ERROR", "checkpoints are not kept by this runtime");
-    return { store: this.deps.store, tracker, ids: this.deps.ids };
+    const outcome = await apply({ store: this.deps.store, tracker, ids: this.deps.ids });
+    await this.writer(id).saveEngineState(null);
+    return outcome;
   }
 
   /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */
