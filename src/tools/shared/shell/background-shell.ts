@@ -71,8 +71,8 @@ export function backgroundShellId(): string {
  * the command returns. `kill -0 -1` probes every other process in the namespace but PID 1
  * and the caller; with a network forwarder beside it, /proc is scanned without that one.
  * In a sandbox the script is not PID 1 (bwrap is), so it ignores the SIGTERM of a
- * kill_shell itself (after starting the command, which keeps the default) to still
- * report the command's status.
+ * kill_shell itself (from before the command starts; the command keeps the default) to
+ * still report the command's status.
  */
 function initScript(scriptFile: string, mode: Isolation["mode"], forwarder: boolean): string {
   const others = forwarder
@@ -81,8 +81,12 @@ function initScript(scriptFile: string, mode: Isolation["mode"], forwarder: bool
   return [
     "exec 2>&1",
     `__veil_fwd=\${${FORWARDER_VARIABLE}:-}; unset ${FORWARDER_VARIABLE}`,
-    `bash --noprofile --norc ${shellQuote(scriptFile)} 3>&- &`,
-    mode === "sandbox" ? "trap '' TERM" : "",
+    // Ignoring TERM before the command starts closes a race: a kill_shell that lands
+    // between the start and the trap would end the script and lose the command's status.
+    // The command's subshell restores the default, which a later exec keeps.
+    mode === "sandbox"
+      ? `trap '' TERM; (trap - TERM; exec bash --noprofile --norc ${shellQuote(scriptFile)} 3>&-) &`
+      : `bash --noprofile --norc ${shellQuote(scriptFile)} 3>&- &`,
     "wait $!; printf '%d\\n' $? >&3; exec 3>&-",
     mode === "process-group" ? "" : `${others}\nwhile __veil_others; do sleep 1; done`,
   ].join("\n");
