@@ -183,11 +183,31 @@ export function signalTree(target: KillTarget, signal: NodeJS.Signals): void {
 
 /**
  * SIGTERMs every descendant of `pid` (not `pid` itself), e.g. the scripts ~/.bashrc runs,
- * so they get to run their exit traps before the tree is SIGKILLed.
+ * so they get to run their exit traps before the tree is SIGKILLed. Returns the ones that
+ * do not ignore SIGTERM: those worth waiting for.
  */
-export function terminateDescendants(target: Pick<KillTarget, "pid" | "mode">): void {
+export function terminateDescendants(target: Pick<KillTarget, "pid" | "mode">): number[] {
   const inside = target.mode === "sandbox" ? insideSandbox(target.pid) : descendantsOf(target.pid);
+  const heeding = [...inside].filter((pid) => !ignoresTerm(pid));
   for (const descendant of inside) signalQuietly(descendant, "SIGTERM");
+  return heeding;
+}
+
+/** SIGTERM's bit (signal 15, bit 14) in /proc's SigIgn mask: interactive bash ignores it. */
+const TERM_BIT = 1n << 14n;
+
+function ignoresTerm(pid: number): boolean {
+  try {
+    const mask = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return mask !== undefined && (BigInt(`0x${mask}`) & TERM_BIT) !== 0n;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits (real time: this waits on the kernel) until none of `pids` is alive, at most `limitMs`. */
+export async function waitForExit(pids: number[], limitMs: number): Promise<void> {
+  for (let waited = 0; pids.some(isAlive) && waited < limitMs; waited += KILL_POLL_MS) await delay(KILL_POLL_MS);
 }
 
 function descendantsOf(pid: number): Set<number> {

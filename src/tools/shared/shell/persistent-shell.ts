@@ -4,8 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Clock } from "../../../base/clock.js";
 import { checkScript, driverLine, initScript, readyLine } from "./bash-script.js";
-import { setTimeout as delay } from "node:timers/promises";
-import { killTree, terminateDescendants, type Isolation, type KillTarget } from "./isolation.js";
+import { killTree, terminateDescendants, waitForExit, type Isolation, type KillTarget } from "./isolation.js";
 import { ChunkThrottle, OutputCapture, type CapturedOutput } from "./output-capture.js";
 import { SentinelScanner, type SentinelResult } from "./sentinel-scanner.js";
 import { spawnShellProcess, type ShellProcess } from "./spawn-helper.js";
@@ -15,8 +14,11 @@ import type { ShellLaunch } from "./launch.js";
 export const READY_TIMEOUT_MS = 15_000;
 /** After the shell exits, how long we wait for its last output to drain. */
 const DRAIN_MS = 200;
-/** How long the scripts of a ~/.bashrc cut short get for their exit traps before the SIGKILL. */
-const RC_TERM_GRACE_MS = 50;
+/**
+ * At most how long the scripts of a ~/.bashrc cut short get for their exit traps before
+ * the SIGKILL; the wait ends as soon as they are gone.
+ */
+const RC_TERM_GRACE_MS = 1_000;
 /** Bound on what we keep of bash's own stderr (startup warnings, before `exec 2>&1`). */
 const STDERR_KEEP = 4_096;
 
@@ -145,8 +147,7 @@ export class PersistentShell {
       // (pyenv's rehash holds a lock file that a SIGKILL would leave behind, stalling every
       // later shell of the user for a minute). Interactive bash ignores it; the SIGKILL follows.
       if (this.rcRunning) {
-        terminateDescendants(this.target());
-        await delay(RC_TERM_GRACE_MS);
+        await waitForExit(terminateDescendants(this.target()), RC_TERM_GRACE_MS);
       }
       await killTree(this.target());
     }
