@@ -1,5 +1,5 @@
 import type { RunResult } from "../engines/types.js";
-import type { ControlAction } from "../store/cluster.js";
+import type { ControlAction, ControlArgs } from "../store/cluster.js";
 import type { Store } from "../store/store.js";
 import { ZERO_USAGE } from "../store/store.js";
 import type { LiveSession } from "./live-session.js";
@@ -40,8 +40,8 @@ export interface SessionPlacement {
   consumedHere(sessionId: string, messageId: string): void;
   /** The idle session's live state here is gone: any node may take it at its next message. */
   release(sessionId: string): Promise<void>;
-  /** Runs the control action `here`, or where the session runs, and returns that answer. */
-  control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T>;
+  /** Runs the control action `here`, or where the session runs (with `args`), and returns that answer. */
+  control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>, args?: ControlArgs): Promise<T>;
 }
 
 /** The result of a run that could not start here because another node holds the session. */

@@ -2,7 +2,7 @@ import { setMaxListeners } from "node:events";
 import { VeilError } from "../errors.js";
 import type { RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
-import type { ControlAction } from "../store/cluster.js";
+import type { ControlAction, ControlArgs } from "../store/cluster.js";
 import type { SessionRow, SessionStatus } from "../store/store.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { runOptionsOf, withRunOptions } from "./inbox-run-options.js";
@@ -20,7 +20,8 @@ import { renameSession, titleFromFirstMessage } from "./session-title.js";
 import { SessionTeardown } from "./session-teardown.js";
 import { runInbox } from "./inbox-drain.js";
 import { executeRun, type RunHost } from "./run.js";
-import { copyHistory, forkRows, revertTurns, unrevertLast, type RevertDeps, type RevertOutcome } from "./checkpoints/revert.js";
+import type { RevertOutcome } from "./checkpoints/revert.js";
+import { forkSession, revertSession, unrevertSession, type RewindHost } from "./checkpoints/session-rewind.js";
 import { RunObservers } from "./run-observers.js";
 import type { CreateSessionInput, SendOptions, SendReceipt, SessionManagerDeps } from "./session-types.js";
 import type { Store } from "../store/store.js";
@@ -51,6 +52,7 @@ export class SessionManager {
   private readonly placement: SessionPlacement;
   /** What tools reach through ctx.services (built from this manager, once). */
   readonly services: ToolServices;
+  private readonly rewindHost: RewindHost;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.placement = deps.placement;
@@ -58,14 +60,15 @@ export class SessionManager {
     this.setup = { ...deps, services: this.services, toolsUpFront: (modelKey) => selectEngine(deps.engines, modelKey).toolsUpFront === true };
     this.runHost = this.createRunHost();
     this.teardown = new SessionTeardown(deps, this.live);
+    const { store, ids, checkpoints: tracker } = deps;
+    this.rewindHost = { store, ids, tracker, get: (id) => this.get(id), isRunning: (id) => this.isRunning(id), create: (input) => this.create(input), fenced: (id, write) => this.fenced(id, write) };
   }
 
   /**
-   * The cap counts the sessions this process holds (created or used here, not closed): what
-   * costs memory and shells. Open sessions in the store that no process holds (a hundred
-   * one-shot `veil run`s, a server's sessions before its restart) are rows, and cost nothing.
+   * Sessions this process holds now (created or used here, not closed): what costs memory and
+   * shells, and what limits.maxLiveSessions counts. Open sessions in the store that no process
+   * holds (a hundred one-shot `veil run`s, a server's sessions before its restart) cost nothing.
    */
-  /** Sessions this process holds now (the ones limits.maxLiveSessions counts). */
   get liveCount(): number {
     return this.live.size;
   }
@@ -121,13 +124,18 @@ export class SessionManager {
     const live = this.liveFor(id);
     if (live.closing) throw new VeilError("SESSION_CLOSED", `session "${id}" is closing`);
     if (live.run) return live.context.requestCompaction();
-    // An idle session's compaction writes through a fence of its own, like a run.
-    const fence = await this.placement.openRun(id, live);
+    return this.fenced(id, async (writer) => {
+      const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
+      return live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
+    });
+  }
+
+  /** A write of an idle session (compaction, revert) through a fence of its own, like a run's. */
+  private async fenced<T>(id: string, write: (writer: SessionWriter) => Promise<T>): Promise<T> {
+    const fence = await this.placement.openRun(id, this.liveFor(id));
     if (!fence) throw new VeilError("LEASE_LOST", `session "${id}" is held by another node`);
     try {
-      const writer = this.writer(id, fence.store);
-      const turn = await prepareRun(this.setup, session, {}, live.resources, writer);
-      return await live.context.compactNow(turn.context, turn.rows, session.context_size, writer.contextWriter((usage, model) => priceOf(this.deps.config.models, usage, model)));
+      return await write(this.writer(id, fence.store));
     } finally {
       fence.close();
     }
@@ -220,38 +228,19 @@ export class SessionManager {
     return row;
   }
 
-  /**
-   * Puts the files the turns from `messageId` on changed back and takes those turns out of
-   * the model's history (their rows stay, flagged reverted). SESSION_BUSY while it runs.
-   */
+  /** Puts back the files of the turns from `messageId` on and takes those turns out of the history (checkpoints/session-rewind.ts), where the session runs. */
   revert(id: string, messageId: string): Promise<RevertOutcome> {
-    return this.rewind(id, (deps) => revertTurns(deps, id, messageId));
+    return this.routed(id, "revert", () => revertSession(this.rewindHost, id, messageId), { messageId });
   }
 
-  /** Undoes the last revert while no message came since (else CONFLICT). */
+  /** Undoes the last revert while no message came since (else CONFLICT), where the session runs. */
   unrevert(id: string): Promise<RevertOutcome> {
-    return this.rewind(id, (deps) => unrevertLast(deps, id));
+    return this.routed(id, "unrevert", () => unrevertSession(this.rewindHost, id));
   }
 
-  /** A new top-level session of the same agent, model and mode whose history is a copy up to and including the turn of `messageId`. */
-  async fork(id: string, messageId?: string): Promise<SessionRow> {
-    const source = await this.get(id);
-    const rows = forkRows(await this.deps.store.listMessages(id), messageId);
-    const fork = await this.create({ agent: source.agent, mode: source.mode, model: source.model, reasoning: source.reasoning, budget_override: source.budget_override, forked_from: id, owner_key: source.owner_key });
-    await copyHistory(this.deps.store, this.deps.ids, rows, fork.id);
-    return fork;
-  }
-
-  /** A revert or unrevert of an idle session; an engine that keeps its own conversation starts again from the history as it is then. */
-  private async rewind(id: string, apply: (deps: RevertDeps) => Promise<RevertOutcome>): Promise<RevertOutcome> {
-    const session = await this.get(id);
-    if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${id}" is closed`);
-    if (this.isRunning(id) || session.status === "running") throw new VeilError("SESSION_BUSY", `session "${id}" is running; wait for its turn to end (or cancel it) first`);
-    const tracker = this.deps.checkpoints;
-    if (!tracker) throw new VeilError("CONFIG_ERROR", "checkpoints are not kept by this runtime");
-    const outcome = await apply({ store: this.deps.store, tracker, ids: this.deps.ids });
-    await this.writer(id).saveEngineState(null);
-    return outcome;
+  /** A new session whose history is a copy of this one's up to the turn of `messageId`, made where the session runs. */
+  fork(id: string, messageId?: string): Promise<SessionRow> {
+    return this.routed(id, "fork", () => forkSession(this.rewindHost, id, messageId), messageId === undefined ? {} : { messageId });
   }
 
   /** Cancels the run, kills the session's resources (shells), notifies listeners (timers, methods). */
@@ -260,8 +249,15 @@ export class SessionManager {
   }
 
   /** The owner's side of a control request another node forwarded (core/cluster/control.ts). */
-  controlHere(id: string, action: ControlAction): Promise<unknown> {
+  controlHere(id: string, action: ControlAction, args: ControlArgs = {}): Promise<unknown> {
     switch (action) {
+      case "revert":
+        if (args.messageId === undefined) return Promise.reject(new VeilError("VALIDATION_ERROR", "a forwarded revert carries no messageId"));
+        return revertSession(this.rewindHost, id, args.messageId);
+      case "unrevert":
+        return unrevertSession(this.rewindHost, id);
+      case "fork":
+        return forkSession(this.rewindHost, id, args.messageId);
       case "cancel":
         return this.cancelHere(id);
       case "suspend":
@@ -299,9 +295,9 @@ export class SessionManager {
   }
 
   /** The action runs where the session runs (after a release of it here has ended). */
-  private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+  private async routed<T>(id: string, action: ControlAction, here: () => Promise<T>, args: ControlArgs = {}): Promise<T> {
     await this.releasing.get(id);
-    return this.placement.control(id, action, here);
+    return this.placement.control(id, action, here, args);
   }
 
   private async closeHere(id: string): Promise<SessionRow> {

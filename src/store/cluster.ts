@@ -28,7 +28,12 @@ export interface LeaseInfo extends Lease {
 }
 
 /** The per-session endpoints that act on the owner's live state (POST /sessions/:id/…, DELETE /sessions/:id). */
-export type ControlAction = "cancel" | "suspend" | "resume" | "close" | "compact";
+export type ControlAction = "cancel" | "suspend" | "resume" | "close" | "compact" | "revert" | "unrevert" | "fork";
+
+/** What an action needs beyond its session (revert's and fork's message), carried to the owner with the request. */
+export interface ControlArgs {
+  messageId?: string;
+}
 
 /**
  * Signals between nodes. They are hints, not data: each names what changed, and the

@@ -3,7 +3,7 @@ import { reply } from "../helpers/fake-llm.js";
 import { readSse } from "../helpers/sse-client.js";
 import { answer, chat, clusterHarness, eventually, json, messages, post, watch } from "../helpers/cluster.js";
 import type { SpawnedServer } from "../helpers/spawned-server.js";
-import { decodeAnswer, encodeAnswer } from "../../src/core/cluster/control.js";
+import { AnswerAssembly, answerBodies, decodeAnswer, encodeAnswer, type AnswerPiece, type ControlAnswer } from "../../src/core/cluster/control.js";
 import { VeilError } from "../../src/errors.js";
 
 const cluster = clusterHarness("cluster/control.test");
@@ -123,13 +123,26 @@ describe.skipIf(!!cluster.unavailable)("session control and streamed chats acros
 
 describe("control answers between nodes", () => {
   it("carry the owner's value, its VeilError (code, status, message, details) and a non-VeilError as an internal error", async () => {
-    const reread = async () => "read again";
-    const crossed = (outcome: PromiseSettledResult<unknown>) => decodeAnswer(JSON.parse(JSON.stringify(encodeAnswer(outcome))), reread);
+    /** The answer's signal bodies as JSON crosses them, in `order`, put together again. */
+    const across = (answer: ControlAnswer, order: (bodies: unknown[]) => unknown[] = (b) => b): ControlAnswer => {
+      const bodies = order(answerBodies(answer).map((body) => JSON.parse(JSON.stringify(body))));
+      for (const body of bodies) expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(7000);
+      if (bodies.length === 1 && "answer" in (bodies[0] as object)) return (bodies[0] as { answer: ControlAnswer }).answer;
+      const assembly = new AnswerAssembly();
+      const results = bodies.map((body) => assembly.add(body as AnswerPiece));
+      expect(results.slice(0, -1).every((r) => r === undefined)).toBe(true);
+      return results.at(-1)!;
+    };
+    const crossed = async (outcome: PromiseSettledResult<unknown>) => decodeAnswer(across(encodeAnswer(outcome)));
     const row = { id: "sess_1", status: "idle", token_usage: { total_tokens: 3 } };
     expect(await crossed({ status: "fulfilled", value: row })).toEqual(row);
     expect(await crossed({ status: "fulfilled", value: undefined })).toBeNull();
-    // A row too long for a NOTIFY payload (8000 bytes) is read again by the requester.
-    expect(await crossed({ status: "fulfilled", value: { ...row, objective: "x".repeat(9000) } })).toBe("read again");
+    // Longer than a NOTIFY payload (8000 bytes, multi-byte text too): it crosses in pieces, in any order, repeats ignored.
+    const long = { ...row, objective: "x".repeat(9000), note: "é€😀".repeat(3000) };
+    expect(answerBodies({ value: long }).length).toBeGreaterThan(2);
+    expect(await crossed({ status: "fulfilled", value: long })).toEqual(long);
+    const shuffled = decodeAnswer(across({ value: long }, (bodies) => [bodies[2], ...bodies.slice(0, 2), bodies[0], ...bodies.slice(3)]));
+    expect(shuffled).toEqual(long);
     const owner = new VeilError("SESSION_CLOSED", 'session "sess_1" is closing', { details: { why: "test" } });
     const error = await crossed({ status: "rejected", reason: owner }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(VeilError);

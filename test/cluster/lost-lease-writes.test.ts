@@ -3,6 +3,8 @@
  * todos a tool sets, not a compaction's rows, not any event. Every write of a run goes
  * through its recorder and the run's fenced store, on a real PostgreSQL.
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Type } from "../../src/schema.js";
 import { allBuiltinTools } from "../../src/core/builtins.js";
@@ -245,5 +247,23 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     const child = await withClient(url, async (client) => (await client.query("SELECT budget_override FROM sessions WHERE id = $1", [childId])).rows[0]);
     expect(child.budget_override).toBeNull();
     expect((await stored(url, childId)).metaKeys).toEqual([]);
+  }, 60_000);
+
+  it("cannot revert a turn of the session: neither its rows' flags nor its files", async () => {
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), settings: { cluster: { leaseSeconds: 600 } } });
+    const { sessions } = h.runtime;
+    const session = await sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().tool("bash", { command: "echo made > made.txt" }).stop(), reply().text("done").stop());
+    await (await sessions.send(session.id, "make a file")).result;
+    const turn = (await h.runtime.store.listMessages(session.id)).find((row) => row.role === "user")!;
+    expect(existsSync(join(h.ws.root, "made.txt"))).toBe(true);
+
+    // This node still believes it holds the session; the revert's writes check the lease.
+    await takeLease(url, session.id);
+    expect(await sessions.revert(session.id, turn.id).catch((error: { code?: string }) => error.code)).toBe("LEASE_LOST");
+    expect(existsSync(join(h.ws.root, "made.txt"))).toBe(true);
+    const flags = await withClient(url, async (client) => (await client.query("SELECT count(*)::int AS n FROM messages WHERE session_id = $1 AND reverted", [session.id])).rows[0].n);
+    expect(flags).toBe(0);
+    expect(await h.runtime.store.listCheckpoints(session.id, { kind: "revert" })).toEqual([]);
   }, 60_000);
 });

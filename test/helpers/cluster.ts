@@ -17,6 +17,8 @@ export interface ClusterHarness {
   where(): { url: string; workspace: string };
   /** `count` nodes (leases of 2 s unless `settings` say otherwise); `files` go into the shared workspace, `env` into each node's environment. */
   start(count: number, options?: { settings?: Record<string, unknown>; files?: Record<string, string>; env?: Record<string, string> }): Promise<SpawnedServer[]>;
+  /** One more node of the running cluster, `env` added to its environment (e.g. a home of its own). */
+  spawn(env?: Record<string, string>): Promise<SpawnedServer>;
 }
 
 export function clusterHarness(file: string): ClusterHarness {
@@ -30,6 +32,7 @@ export function clusterHarness(file: string): ClusterHarness {
       current = await hooks.start(count, options.settings, options.files, options.env);
       return current.nodes;
     },
+    spawn: (env = {}) => current!.spawn(env),
   };
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "../../base/log.js";
 import type { RunResult } from "../../engines/types.js";
-import type { ClusterSignal, ClusterStore, ControlAction, Lease, SignalSubscription } from "../../store/cluster.js";
+import type { ClusterSignal, ClusterStore, ControlAction, ControlArgs, Lease, SignalSubscription } from "../../store/cluster.js";
 import type { Store, StoredEvent } from "../../store/store.js";
 import type { EventLog } from "../event-log.js";
 import type { LiveSession } from "../live-session.js";
@@ -81,7 +81,7 @@ export class ClusterNode implements SessionPlacement {
   constructor(private readonly deps: ClusterNodeDeps) {
     this.nodeId = deps.nodeId;
     this.remoteMethods = deps.remoteMethods;
-    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action) => this.actHere(id, action, () => this.sessions.controlHere(id, action)) });
+    this.relay = new ControlRelay({ store: deps.store, nodeId: this.nodeId, log: deps.log, act: (id, action, args) => this.actHere(id, action, () => this.sessions.controlHere(id, action, args)) });
     this.fences = deps.fences;
     this.fences.onLost((sessionId) => this.dropSession(sessionId));
   }
@@ -188,19 +188,19 @@ export class ClusterNode implements SessionPlacement {
   }
 
   /**
-   * A control endpoint (cancel, suspend, resume, close, compact) for any session: the owner
+   * A control endpoint (cancel, suspend, resume, close, compact, revert, unrevert, fork) for any session: the owner
    * acts and its answer (value or error) is this node's; with no live owner this node takes
    * the session (closing the run a dead owner cut) and acts itself. A closed session has no
    * live state anywhere: answered here.
    */
-  async control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>): Promise<T> {
+  async control<T>(sessionId: string, action: ControlAction, here: () => Promise<T>, args: ControlArgs = {}): Promise<T> {
     if ((await this.sessions.get(sessionId)).status === "closed") return here();
     for (;;) {
       if (this.closed || this.held.has(sessionId)) return this.actHere(sessionId, action, here);
       const lease = await this.deps.store.getLease(sessionId);
       if (lease?.live && lease.nodeId !== this.nodeId) {
-        const answer = await this.relay.ask(sessionId, action, lease, () => this.closed);
-        if (answer !== "moved") return (await decodeAnswer(answer, () => this.sessions.get(sessionId))) as T;
+        const answer = await this.relay.ask(sessionId, action, lease, () => this.closed, args);
+        if (answer !== "moved") return decodeAnswer(answer) as T;
         continue;
       }
       if (!(await this.claim(sessionId))) continue;

@@ -39,8 +39,10 @@ export function parseSignal(channel: string, payload: string | undefined): Clust
   }
 }
 
+const CONTROL_ACTIONS: ReadonlySet<string> = new Set<ControlAction>(["cancel", "suspend", "resume", "close", "compact", "revert", "unrevert", "fork"]);
+
 function isControlAction(value: unknown): value is ControlAction {
-  return value === "cancel" || value === "suspend" || value === "resume" || value === "close" || value === "compact";
+  return typeof value === "string" && CONTROL_ACTIONS.has(value);
 }
 
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more; this leaves room for the envelope. */
