@@ -18,8 +18,14 @@ export interface RunObserver {
   /** Messages drained from the inbox at a boundary (already stored). */
   onDrained?(rows: MessageRow[]): void;
   /** An assistant message was stored; `final` when the run ends with it. */
-  onAssistant?(row: MessageRow, info: { final: boolean; hasText: boolean }): void;
-  onRunEnd?(result: RunResult): void;
+  onAssistant?(row: MessageRow, info: { final: boolean; hasText: boolean; writes: RunWrites }): void;
+  onRunEnd?(result: RunResult, writes: RunWrites): void;
+}
+
+/** What an observer may write of the observed run's session: through the run's writer, so a node that lost the session writes none of it. */
+export interface RunWrites {
+  /** Replaces the meta of one of the session's messages. */
+  setMessageMeta(id: string, meta: Record<string, unknown>): Promise<void>;
 }
 
 export interface RecorderDeps {
@@ -59,6 +65,11 @@ export class RunRecorder {
   private unstoredSpend: StepSpend | null = null;
 
   private readonly writer: SessionWriter;
+
+  /** What observers write of the session, through the run's writer. */
+  get writes(): RunWrites {
+    return this.writer;
+  }
   private readonly sessionId: string;
 
   constructor(private readonly deps: RecorderDeps) {
@@ -285,6 +296,6 @@ export class RunRecorder {
       ...(row.tool_calls ? { tool_calls: row.tool_calls } : {}),
     });
     const hasText = Boolean(message.content && message.content.trim());
-    for (const o of this.deps.observers()) o.onAssistant?.(row, { final, hasText });
+    for (const o of this.deps.observers()) o.onAssistant?.(row, { final, hasText, writes: this.writer });
   }
 }

@@ -193,14 +193,14 @@ async function finishRun(host: RunHost, id: string, live: LiveSession, run: Acti
   if (fence.lost) {
     // The session is another node's now: nothing more is written here, the waiters get the error.
     fence.close();
-    for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
+    for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result, recorder.writes);
     for (const resolve of live.consumed.splice(0)) resolve(result);
     return;
   }
   // Still under the fence: the run's last writes (status, placeholders, chat.done) check its lease too.
   await recorder.finished(result, { cut: run.controller.signal.aborted, log: host.deps.log });
   fence.close();
-  for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result);
+  for (const observer of host.sessionObservers(id)) observer.onRunEnd?.(result, recorder.writes);
   const waiters = live.consumed.splice(0);
   for (const resolve of waiters) resolve(result);
 }

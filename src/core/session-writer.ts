@@ -43,6 +43,10 @@ export class SessionWriter {
     return this.deps.events.publish(this.deps.sessionId, body);
   }
 
+  setMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
+    return this.deps.store.updateMessageMeta(this.deps.sessionId, id, meta);
+  }
+
   /** The status row and its session.state event. */
   async setStatus(status: SessionStatus, reason: string): Promise<SessionRow> {
     const row = await this.deps.store.updateSession(this.deps.sessionId, { status });
@@ -145,7 +149,11 @@ export class SessionWriter {
     return {
       todos: { get: () => store.getTodos(sessionId), set: (todos: TodoItem[]) => store.setTodos(sessionId, todos) },
       readMarkers: { mark: (path) => store.markRead(sessionId, path), has: (path) => store.hasRead(sessionId, path) },
-      otherSessions: { update: (id, patch) => store.updateSession(id, patch), setMeta: (id, key, value) => store.setSessionMeta(id, key, value) },
+      otherSessions: {
+        update: (id, patch) => store.updateSession(id, patch),
+        setMeta: (id, key, value) => store.setSessionMeta(id, key, value),
+        audit: (id, kind, data) => store.addAudit({ session_id: id, kind, data }),
+      },
       wakeupRow: { set: (row) => store.setWakeup({ ...row, session_id: sessionId }), delete: () => store.deleteWakeup(sessionId) },
       audit: (kind, data) => store.addAudit({ session_id: sessionId, kind, data }),
       emitChunk: (chunk) => void this.publish({ type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),

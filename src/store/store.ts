@@ -266,7 +266,8 @@ export interface Store extends AutomationStore, CheckpointStore, AccessStore {
   appendMessage(message: NewMessage): Promise<MessageRow>;
   listMessages(sessionId: string, options?: { afterSeq?: number; limit?: number }): Promise<MessageRow[]>;
   getMessage(id: string): Promise<MessageRow | undefined>;
-  updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void>;
+  /** Replaces the meta of message `id` of `sessionId` (NOT_FOUND when the session has no such message). */
+  updateMessageMeta(sessionId: string, id: string, meta: Record<string, unknown>): Promise<void>;
   /** Flags rows as hidden from the model (compaction); rows are never deleted. */
   setCompacted(sessionId: string, messageIds: readonly string[]): Promise<void>;
 

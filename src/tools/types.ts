@@ -69,6 +69,8 @@ export interface WakeupRowWrites {
 export interface OtherSessionWrites {
   update(sessionId: string, patch: SessionPatch): Promise<SessionRow>;
   setMeta(sessionId: string, key: string, value: unknown): Promise<void>;
+  /** An audit row on that session (agent_control's summary of a child). */
+  audit(sessionId: string, kind: string, data: Record<string, unknown>): Promise<void>;
 }
 
 export interface ToolWrites {

@@ -249,6 +249,20 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     expect((await stored(url, childId)).metaKeys).toEqual([]);
   }, 60_000);
 
+  it("cannot write the agent.summary audit row of its child's summary", async () => {
+    let childId = "";
+    const held = heldTool(false, { then: (ctx) => agentControl.execute({ sessionId: childId, action: "get-summary" }, ctx) });
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } } });
+    const caller = await h.runtime.sessions.create({ agent: "default" });
+    childId = (await h.runtime.sessions.create({ agent: "default", parent_session_id: caller.id, spawn_depth: 1, instance_name: "child" })).id;
+
+    // The summarizer's call takes the harness's second reply; the audit row after it is refused.
+    await endHeldCallAfterTakeover(held, {}, caller.id);
+    expect(held.seen.then).toBe("LEASE_LOST");
+    const audit = await withClient(url, async (client) => (await client.query("SELECT kind FROM audit WHERE session_id = $1", [childId])).rows);
+    expect(audit).toEqual([]);
+  }, 60_000);
+
   it("cannot revert a turn of the session: neither its rows' flags nor its files", async () => {
     h = await createRuntimeHarness({ store: await PostgresStore.open(url), settings: { cluster: { leaseSeconds: 600 } } });
     const { sessions } = h.runtime;

@@ -346,9 +346,13 @@ export function storeConformance(name: string, factory: () => Promise<StoreFixtu
       it("replaces a message's meta and leaves the rest alone", async () => {
         await session("s1");
         const before = await store.appendMessage(message("m1", "s1", { meta: { source: "user", a: 1 } }));
-        await store.updateMessageMeta("m1", { source: "user", audit: "edited" });
+        await store.updateMessageMeta("s1", "m1", { source: "user", audit: "edited" });
         expect(await store.getMessage("m1")).toEqual({ ...before, meta: { source: "user", audit: "edited" } });
-        await expectCode(store.updateMessageMeta("nope", {}), "NOT_FOUND");
+        await expectCode(store.updateMessageMeta("s1", "nope", {}), "NOT_FOUND");
+        // A message of another session is not this session's to change.
+        await session("s2");
+        await expectCode(store.updateMessageMeta("s2", "m1", { source: "other" }), "NOT_FOUND");
+        expect((await store.getMessage("m1"))?.meta).toEqual({ source: "user", audit: "edited" });
       });
     });
 

@@ -174,8 +174,18 @@ describe.skipIf(!!unavailable)("PostgresStore as a ClusterStore (two nodes, two 
       expect((await ownerB.appendMessage({ id: "m3", session_id: "s1", role: "user", content: "by B" })).seq).toBe(2);
       expect((await b.listMessages("s1")).map((m) => m.id)).toEqual(["m1", "m3"]);
       expect(await b.listEventsGlobal()).toEqual([]);
-      // Anyone may still post to the session's inbox.
-      await ownerA.addInbox({ id: "i1", session_id: "s1", content: "hi", meta: null, created_at: "2026-01-01T00:00:00.000Z" });
+      // Nor its run's other writes of the session: its next input, an audit row, a message's meta (compaction's pruned mark).
+      const inboxItem = { id: "i0", session_id: "s1", content: "queued by A's run", meta: null, created_at: "2026-01-01T00:00:00.000Z" };
+      const late = [
+        ownerA.addInbox(inboxItem),
+        ownerA.addAudit({ session_id: "s1", kind: "agent.summary", data: {} }),
+        ownerA.updateMessageMeta("s1", "m1", { pruned: true }),
+      ];
+      expect((await Promise.allSettled(late)).map((o) => (o.status === "rejected" ? (o.reason as { code?: string }).code : "written"))).toEqual(["LEASE_LOST", "LEASE_LOST", "LEASE_LOST"]);
+      expect(await b.listAudit({ sessionId: "s1" })).toEqual([]);
+      expect((await b.getMessage("m1"))?.meta).toBeNull();
+      // Anyone may still post to the session's inbox through the plain store (a chat any node receives).
+      await a.addInbox({ id: "i1", session_id: "s1", content: "hi", meta: null, created_at: "2026-01-01T00:00:00.000Z" });
       expect((await b.listInbox("s1")).map((i) => i.id)).toEqual(["i1"]);
     });
 

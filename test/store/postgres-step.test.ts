@@ -74,5 +74,6 @@ suite("PostgreSQL: statements on a loop step's path", () => {
  * no PreToolUse hook the call goes pending → executing (no "validating" write); the boundary
  * reads the inbox only after an arrival (none here); the budget before the next model call
  * comes from the row the run started with, re-read only after an update-session (no getSession).
+ * The tool's audit row checks the lease inside its own statement.
  */
-const STEP_STATEMENTS = ["appendAssistantStepFenced", "setToolCallStateFenced", "addAudit", "recordToolResultFenced"];
+const STEP_STATEMENTS = ["appendAssistantStepFenced", "setToolCallStateFenced", "addAuditFenced", "recordToolResultFenced"];

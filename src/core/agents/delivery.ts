@@ -4,6 +4,7 @@ import type { Logger } from "../../tools/types.js";
 import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { RunResult } from "../../engines/types.js";
+import type { RunWrites } from "../recorder.js";
 import type { SessionManager } from "../session-manager.js";
 import { attachRecoveredSeed, knowsCorrelation, newWaiter, type AgentReply, type Chain, type Waiter } from "./delivery-chain.js";
 import { drainedWaiter, seedsInInboxes } from "./delivery-recovery.js";
@@ -200,7 +201,7 @@ export class AgentDelivery {
     chain.unobserve = this.deps.sessions.observe(target.id, {
       onDrained: (rows) => this.drained(chain, rows),
       onAssistant: (row, info) => this.assistant(chain, row, info),
-      onRunEnd: (result) => this.runEnd(chain, result),
+      onRunEnd: (result, writes) => this.runEnd(chain, result, writes),
     });
     this.chains.set(target.id, chain);
     return chain;
@@ -219,19 +220,19 @@ export class AgentDelivery {
   }
 
   /** msg#2+: the first text after the drain answers; the run's final text is msg#1's (coincide rule). */
-  private assistant(chain: Chain, row: MessageRow, info: { final: boolean; hasText: boolean }): void {
+  private assistant(chain: Chain, row: MessageRow, info: { final: boolean; hasText: boolean; writes: RunWrites }): void {
     const seedInRun = Boolean(chain.seed?.drainedRow);
     for (const waiter of this.armed(chain)) {
-      if (info.final && seedInRun) this.coincide(chain, waiter);
+      if (info.final && seedInRun) this.coincide(chain, waiter, info.writes);
       else if (info.hasText) this.settle(chain, waiter, { text: row.content ?? "", finishReason: row.finish_reason ?? "stop", role: "follower", midRun: !info.final });
     }
   }
 
   /** The run ended before producing text for a drained msg#2+; a re-attached msg#1 it consumed gets its final text. */
-  private runEnd(chain: Chain, result: RunResult): void {
+  private runEnd(chain: Chain, result: RunResult, writes: RunWrites): void {
     const seedInRun = Boolean(chain.seed?.drainedRow);
     for (const waiter of this.armed(chain)) {
-      if (seedInRun) this.coincide(chain, waiter);
+      if (seedInRun) this.coincide(chain, waiter, writes);
       else this.settle(chain, waiter, { text: finalText(result), finishReason: result.finishReason, role: "follower", midRun: false });
     }
     for (const waiter of chain.recovered.values()) {
@@ -291,13 +292,14 @@ export class AgentDelivery {
     this.track(this.deliver(chain, waiter, reply));
   }
 
-  private coincide(chain: Chain, waiter: Waiter): void {
+  /** The drained message's mark is the target run's write (through its writer); the audit row is the delivery's own. */
+  private coincide(chain: Chain, waiter: Waiter, writes: RunWrites): void {
     waiter.settled = true;
     waiter.taker = null;
     this.forget(chain, waiter);
     const row = waiter.drainedRow;
     const work = (async () => {
-      if (row) await this.deps.store.updateMessageMeta(row.id, { ...(row.meta ?? {}), audit: COINCIDED_TEXT, coincided: true });
+      if (row) await writes.setMessageMeta(row.id, { ...(row.meta ?? {}), audit: COINCIDED_TEXT, coincided: true });
       await this.audit(chain, waiter, "agent.coincided", { text: COINCIDED_TEXT, messageId: row?.id ?? waiter.messageId });
     })();
     this.track(work);

@@ -258,7 +258,7 @@ export class SessionContext {
     const pruned = new Set(result.prunedIds);
     const compacted = new Set(result.compactedIds);
     for (const row of this.rows) {
-      if (pruned.has(row.id)) await store.updateMessageMeta(row.id, { ...(row.meta ?? {}), pruned: true });
+      if (pruned.has(row.id)) await store.updateMessageMeta(sessionId, row.id, { ...(row.meta ?? {}), pruned: true });
     }
     let summaryRow: MessageRow | null = null;
     if (result.summary) {

@@ -52,6 +52,10 @@ export const TOOL_CALL_UPSERT = `ON CONFLICT (session_id, id) DO UPDATE SET
       started_at = COALESCE(excluded.started_at, tool_calls.started_at),
       ended_at = COALESCE(excluded.ended_at, tool_calls.ended_at)`;
 
+// A tool's audit row (one per memory or log write): on the run's hot path, so fenced in its own statement.
+const addAudit = (fence: string) => `INSERT INTO audit (session_id, kind, data, created_at)
+    SELECT $1::text, $2::text, $3::text, $4::text WHERE TRUE${fence}`;
+
 // The assistant message and its pending calls in one statement; the calls wait for the message (EXISTS msg).
 const appendAssistantStep = (fence: string) => `WITH ${nextSeq(fence, STEP_SPEND)}, msg AS (
       ${MESSAGE_INSERT}
@@ -126,12 +130,14 @@ export const FENCED_SQL = {
   setToolCallStateFenced: setToolCallState(fenceAt("$2", 7)),
   addTokenUsage: addTokenUsage(""),
   addTokenUsageFenced: addTokenUsage(fenceAt("$1", 11)),
+  addAudit: addAudit(""),
+  addAuditFenced: addAudit(fenceAt("$1", 5)),
   appendEvents: appendEvents(""),
   appendEventsFenced: appendEvents(EVENTS_FENCE),
 } as const;
 
 /** Names of the statements that have a fenced form (`<name>Fenced`, node and generation appended). */
-export type FenceableStatement = "insertMessage" | "appendAssistantStep" | "recordToolResult" | "setToolCallState" | "addTokenUsage";
+export type FenceableStatement = "insertMessage" | "appendAssistantStep" | "recordToolResult" | "setToolCallState" | "addTokenUsage" | "addAudit";
 
 /** The fenced form of `updateSession`'s dynamic UPDATE: node and generation are $n, $n+1. */
 export function updateSessionFence(n: number): string {

@@ -100,9 +100,13 @@ export abstract class PgSideTables {
   }
 
   async addAudit(row: Omit<AuditRow, "id" | "created_at">): Promise<void> {
-    await this.write("add audit", undefined, (on) =>
-      on.run("addAudit", [row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso()]),
-    );
+    const values = [row.session_id, row.kind, JSON.stringify(row.data ?? {}), this.nowIso()];
+    if (row.session_id === null) {
+      await this.direct("add audit", undefined, (on) => on.run("addAudit", values));
+      return;
+    }
+    const sessionId = row.session_id;
+    await this.inline("add audit", sessionId, (on) => this.runFenced(on, "addAudit", sessionId, values));
   }
 
   async listAudit(filter: { sessionId?: string; kind?: string } = {}): Promise<AuditRow[]> {

@@ -139,8 +139,8 @@ export class PgStore extends PgAccessTables implements Store {
     return rows[0] && messageFromRaw(rows[0]);
   }
 
-  async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
-    const result = await this.write("update message meta", undefined, (on) => on.run("updateMessageMeta", [id, toJson(meta)]));
+  async updateMessageMeta(sessionId: string, id: string, meta: Record<string, unknown>): Promise<void> {
+    const result = await this.write("update message meta", sessionId, (on) => on.run("updateMessageMeta", [id, toJson(meta), sessionId]));
     if (result.rowCount === 0) throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
   }
 
@@ -240,7 +240,8 @@ export class PgStore extends PgAccessTables implements Store {
   }
 
   async addInbox(item: InboxItem): Promise<void> {
-    await this.write(`inbox item ${item.id}`, undefined, (on) =>
+    // Through a fenced view (a run queueing its own next input) the lease is checked; the plain store takes anyone's message.
+    await this.write(`inbox item ${item.id}`, item.session_id, (on) =>
       on.run("addInbox", [item.id, item.session_id, item.content, toJson(item.meta), item.created_at]),
     );
   }

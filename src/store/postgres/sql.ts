@@ -45,7 +45,7 @@ export const SQL = {
 
   listMessages: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
   getMessage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE id = $1`,
-  updateMessageMeta: "UPDATE messages SET meta = $2 WHERE id = $1",
+  updateMessageMeta: "UPDATE messages SET meta = $2 WHERE id = $1 AND session_id = $3",
   setCompacted: "UPDATE messages SET compacted = true WHERE session_id = $1 AND id = ANY ($2::text[])",
 
   upsertToolCall: `INSERT INTO tool_calls (id, session_id, message_id, name, arguments, state, output, started_at, ended_at)
@@ -95,7 +95,6 @@ export const SQL = {
   lastEventSeq: "SELECT COALESCE(MAX(seq), 0)::int AS n FROM events WHERE session_id = $1",
   lastEventGseq: "SELECT COALESCE(MAX(gseq), 0) AS n FROM events",
 
-  addAudit: "INSERT INTO audit (session_id, kind, data, created_at) VALUES ($1, $2, $3, $4)",
   listAudit: `SELECT id, session_id, kind, data, created_at FROM audit
     WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR kind = $2)
     ORDER BY id`,

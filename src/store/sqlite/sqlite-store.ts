@@ -263,9 +263,9 @@ export class SqliteStore extends SqliteAccessTables implements Store {
     return raw && messageFromRaw(raw);
   }
 
-  async updateMessageMeta(id: string, meta: Record<string, unknown>): Promise<void> {
+  async updateMessageMeta(sessionId: string, id: string, meta: Record<string, unknown>): Promise<void> {
     this.assertOpen();
-    if (this.stmts.updateMessageMeta.run(toJson(meta), id).changes === 0) {
+    if (this.stmts.updateMessageMeta.run(toJson(meta), id, sessionId).changes === 0) {
       throw new VeilError("NOT_FOUND", `Message not found: ${id}`);
     }
   }

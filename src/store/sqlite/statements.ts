@@ -67,7 +67,7 @@ const SQL = {
   setCompacted: "UPDATE messages SET compacted = 1 WHERE session_id = ? AND id = ?",
   listMessages: `SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
   getMessage: "SELECT * FROM messages WHERE id = ?",
-  updateMessageMeta: "UPDATE messages SET meta = ? WHERE id = ?",
+  updateMessageMeta: "UPDATE messages SET meta = ? WHERE id = ? AND session_id = ?",
 
   upsertToolCall: `INSERT INTO tool_calls (id, session_id, message_id, name, arguments, state, output, started_at, ended_at)
     VALUES (@id, @session_id, @message_id, @name, @arguments, @state, @output, @started_at, @ended_at)

@@ -84,7 +84,7 @@ async function getSummary(service: MultiAgentService, target: SessionRow, ctx: T
   const modelKey = pickModelKey({ perCall: settings.summarizerModel, settings });
   const rows = await service.deps.store.listMessages(target.id);
   const summary = await summarizeTranscript({ llm, modelKey, rows, objective: target.objective, signal: ctx.signal });
-  await service.deps.store.addAudit({ session_id: target.id, kind: "agent.summary", data: { callerId: ctx.sessionId, modelKey, usage: summary.usage } });
+  await ctx.otherSessions.audit(target.id, "agent.summary", { callerId: ctx.sessionId, modelKey, usage: summary.usage });
   return {
     output: xmlEnvelope([...state, ["summary", summary.text]]),
     details: { sessionId: target.id, action: "get-summary", modelKey, usage: summary.usage },
