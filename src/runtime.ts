@@ -19,6 +19,7 @@ import { FencedEventWriter } from "./core/cluster/fenced-events.js";
 import { RunFences } from "./core/cluster/fencing.js";
 import { singleNodePlacement, type SessionPlacement } from "./core/placement.js";
 import { EventLog } from "./core/event-log.js";
+import { RunWriters } from "./core/run-writers.js";
 import { InProcessEventBus } from "./core/memory-bus.js";
 import { RemoteMethodService } from "./core/remote-methods.js";
 import { Resources } from "./core/resources.js";
@@ -153,6 +154,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const fences = clusterStore ? new RunFences({ store: clusterStore, log }) : null;
   const eventWriter = fences ? new FencedEventWriter(fences) : null;
   const events = new EventLog({ store, bus, clock, log, ...(eventWriter ? { append: eventWriter.append } : {}) });
+  // What is published for a session from outside its run goes through the run's writer while it runs.
+  const runWriters = new RunWriters(events);
   // VEIL_RECORD records the model's answers; VEIL_REPLAY answers from a recording instead of any provider.
   const recorded = clientForRecordings(() => options.llm ?? createLlmClient({ settings: config.settings, models: config.models, env: config.env, clock, log }), {
     env,
@@ -178,7 +181,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   // Hooks are guardrails: a hook added to (or removed from) settings.json applies from the next call on, no restart.
-  const hooks = new HookRunner({ hooks: config.settings.hooks, reload: settingsHooksReader(config.paths, config.settings.hooks), workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => events.publish(sessionId, event), env: process.env });
+  const hooks = new HookRunner({ hooks: config.settings.hooks, reload: settingsHooksReader(config.paths, config.settings.hooks), workspace: config.paths.workspace, clock, log, emit: (sessionId, event) => runWriters.publish(sessionId, event), env: process.env });
   const selfAddress = new SelfAddress();
 
   const wakeups = resources.get("wakeups", () =>
@@ -194,8 +197,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     }),
   );
   // Several nodes: pending methods are rows every node lists and answers.
-  const clusterMethods = clusterStore && nodeId ? resources.get("remoteMethods", () => new ClusterRemoteMethods({ events, clock, store: clusterStore, nodeId, log })) : null;
-  const remoteMethods: RemoteMethodService = clusterMethods ?? resources.get("remoteMethods", () => new RemoteMethodService({ events, clock }));
+  const clusterMethods = clusterStore && nodeId ? resources.get("remoteMethods", () => new ClusterRemoteMethods({ events: runWriters, clock, store: clusterStore, nodeId, log })) : null;
+  const remoteMethods: RemoteMethodService = clusterMethods ?? resources.get("remoteMethods", () => new RemoteMethodService({ events: runWriters, clock }));
   const toolServices = (sessions: SessionManager): ToolServices => {
     const multiAgent = resources.get("multiAgent", () => {
       const service = new MultiAgentService({ sessions, store, llm, clock, ids, log, settings: config.settings, agents, ...(clusterStore ? { ranElsewhere: (result: RunResult) => cluster?.ranElsewhere(result) ?? false } : {}) });
@@ -219,7 +222,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       ? new ClusterNode({ store: clusterStore, sessions: (): SessionManager => sessions, events, fences, eventWriter, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) })
       : null;
   const placement: SessionPlacement = cluster ?? singleNodePlacement(store);
-  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, telemetry, placement, checkpoints, keyBudgetSpent });
+  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, telemetry, placement, checkpoints, keyBudgetSpent, runWriters });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
 

@@ -46,6 +46,8 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   fence.signal.addEventListener("abort", () => run.controller.abort(fence.signal.reason), { once: true });
   // Every write of the run goes through its recorder and this writer, over the fenced store.
   const writer = new SessionWriter({ sessionId: id, store: fence.store, events: host.deps.events, ids: host.deps.ids, now: () => host.deps.clock.now() });
+  // What hooks and remote methods publish for the session while it runs goes through this writer too.
+  const letGo = host.deps.runWriters?.hold(writer);
   let modelKey: string | undefined;
   const recorder = new RunRecorder({
     writer,
@@ -93,7 +95,11 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   const spent = recorder.result().costUsd;
   if (spent !== undefined) result = { ...result, costUsd: spent };
   telemetry?.ended(result);
-  await finishRun(host, id, live, run, result, recorder, fence);
+  try {
+    await finishRun(host, id, live, run, result, recorder, fence);
+  } finally {
+    letGo?.();
+  }
   return result;
 }
 

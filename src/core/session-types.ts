@@ -8,6 +8,7 @@ import type { RunSetupDeps } from "./run-setup.js";
 import type { SessionManager } from "./session-manager.js";
 import type { WorkspaceTracker } from "./checkpoints/workspace-tracker.js";
 import type { SessionPlacement } from "./placement.js";
+import type { RunWriters } from "./run-writers.js";
 import type { Telemetry } from "./telemetry/types.js";
 
 export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
@@ -29,6 +30,8 @@ export interface SessionManagerDeps extends Omit<RunSetupDeps, "services"> {
   placement: SessionPlacement;
   /** True once the API key that owns a session has spent its budget (its runs then stop at the next step); absent: no key budgets. */
   keyBudgetSpent?: (ownerKey: string) => Promise<boolean>;
+  /** Where each live run's writer is found by what publishes for its session from outside the run (hooks, remote methods); absent: nobody does. */
+  runWriters?: RunWriters;
   /** Metrics and traces of the runs; absent: none. */
   telemetry?: Telemetry | null;
 }

@@ -1,4 +1,4 @@
-import type { EventSink, VeilEventBody } from "../base/events.js";
+import type { EventSink, VeilEvent, VeilEventBody } from "../base/events.js";
 import type { IdGenerator } from "../base/ids.js";
 import type { MessageRow, NewMessage, SessionRow, SessionStatus, Store, TodoItem } from "../store/store.js";
 import { preview } from "../tools/format.js";
@@ -39,7 +39,7 @@ export class SessionWriter {
     return this.deps.sessionId;
   }
 
-  publish(body: VeilEventBody): Promise<unknown> {
+  publish(body: VeilEventBody): Promise<VeilEvent> {
     return this.deps.events.publish(this.deps.sessionId, body);
   }
 
