@@ -44,6 +44,19 @@ describe("CORS (server.allowedOrigins)", () => {
     expect((await send(port, "OPTIONS", "/events", preflight("http://localhost:5173", "GET"))).status).toBe(204);
   });
 
+  it("a listed origin may PATCH: the preflight allows it, and renaming a session from that origin works", async () => {
+    h = await createRuntimeHarness({ settings: { server: { allowedOrigins: [UI] } } });
+    const { port } = await h.serve();
+    const created = JSON.parse((await send(port, "POST", "/sessions", { origin: UI, authorization: `Bearer ${TEST_SECRET}`, "content-type": "application/json" }, "{}")).body) as { id: string };
+    const pre = await send(port, "OPTIONS", `/sessions/${created.id}`, preflight(UI, "PATCH"));
+    expect(pre.status).toBe(204);
+    expect(String(pre.headers["access-control-allow-methods"]).split(/,\s*/)).toContain("PATCH");
+    const renamed = await send(port, "PATCH", `/sessions/${created.id}`, { origin: UI, authorization: `Bearer ${TEST_SECRET}`, "content-type": "application/json" }, JSON.stringify({ title: "from the UI" }));
+    expect(renamed.status).toBe(200);
+    expect(renamed.headers["access-control-allow-origin"]).toBe(UI);
+    expect(JSON.parse(renamed.body)).toMatchObject({ id: created.id, title: "from the UI" });
+  });
+
   it("a listed origin's requests carry Access-Control-Allow-Origin, errors included; the secret is still required", async () => {
     h = await createRuntimeHarness({ settings: { server: { allowedOrigins: [UI] } } });
     const { port } = await h.serve();
