@@ -134,6 +134,12 @@ export function sessionGate(state: ServerState, principal: Principal): ((session
   return owner === undefined ? undefined : state.runtime.owners.gate(owner);
 }
 
+/** Ends a stream opened by a key once that key stops working (revoked, expired, its read scope gone); undefined for the secret. */
+export function streamEndsWithKey(state: ServerState, principal: Principal): ((end: (why: string) => void) => () => void) | undefined {
+  if (!principal.key) return undefined;
+  return (end) => state.runtime.keys.watchStream(principal, () => end(`closed: key "${principal.id}" was revoked, expired or lost the read scope`));
+}
+
 /** Before a new chat: 402 once the key's sessions cost its budget. */
 export async function assertBudgetLeft(state: ServerState, principal: Principal): Promise<void> {
   if (!(await state.runtime.keys.overBudget(principal))) return;

@@ -29,6 +29,11 @@ export interface SseOptions {
   endAfter?: (event: VeilEvent) => boolean;
   /** The stream ends when this settles (after flushing what was published before). */
   until?: Promise<unknown>;
+  /**
+   * Something that can end the stream early (its key revoked): called with a function that
+   * ends it (after a comment line saying why); returns the function that stops the watch.
+   */
+  endWhen?: (end: (why: string) => void) => () => void;
   /** Comment line sent on connect. */
   hello?: string;
   /** Only the events of the sessions this admits go out (a key's own sessions); absent: every matching event. */
@@ -64,6 +69,7 @@ function eventFrame(event: VeilEvent, idField: "seq" | "gseq"): Uint8Array {
  */
 export function sseResponse(options: SseOptions): Response {
   let unsubscribe = () => {};
+  let unwatch = () => {};
   let heartbeat: NodeJS.Timeout | undefined;
   let closed = false;
   let wakeReplay: (() => void) | null = null;
@@ -90,6 +96,7 @@ export function sseResponse(options: SseOptions): Response {
           closed = true;
           options.clients?.sseClosed();
           unsubscribe();
+          unwatch();
           clearInterval(heartbeat);
           wakeReplay?.();
           options.signal.removeEventListener("abort", close);
@@ -129,6 +136,12 @@ export function sseResponse(options: SseOptions): Response {
         heartbeat.unref?.();
         options.signal.addEventListener("abort", close, { once: true });
         options.until?.then(close, close);
+        if (options.endWhen && !closed) {
+          unwatch = options.endWhen((why) => {
+            push(encoder.encode(`: ${why}\n\n`), true);
+            close();
+          });
+        }
 
         if (held && options.log) {
           const log = options.log;
@@ -168,6 +181,7 @@ export function sseResponse(options: SseOptions): Response {
         closed = true;
         pending.length = 0;
         unsubscribe();
+        unwatch();
         clearInterval(heartbeat);
         wakeReplay?.();
       },

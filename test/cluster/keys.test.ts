@@ -25,6 +25,19 @@ describe.skipIf(!!cluster.unavailable)("API keys across nodes on one PostgreSQL"
     expect(Date.now() - revokedAt).toBeLessThan(2500);
   });
 
+  it("a stream a key holds open on one node closes when the key is revoked on the other, within the key cache's bound", async () => {
+    const [a, b] = await cluster.start(2);
+    const created = await post(a!, "/keys", { name: "k", scopes: ["read"] });
+    const stream = await as(b!, created.key)("/events");
+    expect(stream.status).toBe(200);
+    const ended = readSse(stream, { comments: true });
+    expect((await answer(a!.fetch(`/keys/${created.id}`, { method: "DELETE" }))).status).toBe(200);
+    const revokedAt = Date.now();
+    expect((await ended).at(-1)?.comment).toMatch(/revoked/);
+    // Node B re-checks open streams' keys every second and trusts a cached row for a second.
+    expect(Date.now() - revokedAt).toBeLessThan(3000);
+  });
+
   it("requestsPerMinute counts the requests of both nodes together", async () => {
     const [a, b] = await cluster.start(2);
     const created = await post(a!, "/keys", { name: "k", scopes: ["read"], requestsPerMinute: 4 });

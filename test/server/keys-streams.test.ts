@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import OpenAI from "openai";
 import { RemoteMethodService } from "../../src/core/remote-methods.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
@@ -62,6 +62,55 @@ describe("keys on streams, stream tokens, remote methods and the OpenAI wire", (
     const second = (await (await alice("/stream-tokens", post({}))).json()) as { token: string };
     await server.fetch(`/keys/${keys[0]!.id}`, { method: "DELETE" });
     expect((await fetch(`${server.url}/events?token=${second.token}`)).status).toBe(401);
+  });
+
+  it("revoking a key closes every stream it holds open, a stream token's too; other keys' streams stay open", async () => {
+    const { server, keys, alice, bob, aliceSession } = await twoKeys();
+    const { token } = (await (await bob("/stream-tokens", post({}))).json()) as { token: string };
+    const opened = await Promise.all([
+      bob("/events"),
+      bob("/remote-methods"),
+      bob(`/sessions/${aliceSession}/events`).then((r) => r.status),
+      fetch(`${server.url}/events?token=${token}`),
+    ]);
+    expect(opened[2]).toBe(404);
+    const bobs = [opened[0], opened[1], opened[3]] as Response[];
+    for (const stream of bobs) expect(stream.status).toBe(200);
+    const aliceStream = await alice("/events");
+    const ends = bobs.map((stream) => readSse(stream, { comments: true }));
+    expect((await server.fetch(`/keys/${keys[1]!.id}`, { method: "DELETE" })).status).toBe(200);
+    // Each stream ends (readSse settles at the end of the body) with a line saying why.
+    for (const messages of await Promise.all(ends)) expect(messages.at(-1)?.comment).toMatch(/revoked/);
+    // Alice's stream goes on: her session's events still reach it.
+    h!.llm.enqueue(reply().text("still here").stop());
+    await alice(`/sessions/${aliceSession}/chat`, post({ message: "a" }));
+    const seen = await readSse(aliceStream, { until: (m) => m.data?.type === "chat.done" });
+    expect(seen.some((m) => m.data?.sessionId === aliceSession)).toBe(true);
+    // Alice's stream, cancelled by the reader, stops being watched too.
+    await vi.waitFor(() => expect(h!.runtime.keys.watchedKeys).toBe(0));
+  });
+
+  it("a key that expires while its stream is open: the stream closes; one that only reads keeps its stream until then", async () => {
+    h = await createRuntimeHarness();
+    const server = await h.serve();
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const created = (await (await server.fetch("/keys", post({ name: "brief", scopes: ["read"], expiresAt }))).json()) as { key: string };
+    const stream = await as(server, created.key)("/events");
+    expect(stream.status).toBe(200);
+    const messages = await readSse(stream, { comments: true });
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
+    expect(messages.at(-1)?.comment).toMatch(/expired/);
+    expect((await as(server, created.key)("/events")).status).toBe(401);
+  });
+
+  it("a stream a client closes stops being watched", async () => {
+    const { bob } = await twoKeys();
+    const controller = new AbortController();
+    const stream = await bob("/events", { signal: controller.signal });
+    expect(h!.runtime.keys.watchedKeys).toBe(1);
+    controller.abort();
+    await stream.body?.cancel().catch(() => undefined);
+    await vi.waitFor(() => expect(h!.runtime.keys.watchedKeys).toBe(0));
   });
 
   it("a key sees and answers only its own sessions' remote methods", async () => {

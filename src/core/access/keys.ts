@@ -3,7 +3,8 @@ import type { Clock } from "../../base/clock.js";
 import type { IdGenerator } from "../../base/ids.js";
 import { VeilError } from "../../errors.js";
 import type { AccessStore, ApiKeyRow, KeyScope } from "../../store/store.js";
-import { principalOfKey, SCOPES, type Principal } from "./principal.js";
+import { KeyWatch } from "./key-watch.js";
+import { hasScope, principalOfKey, SCOPES, type Principal } from "./principal.js";
 
 /** Every key's value starts with this, so a leaked one is easy to recognise (and to scan for). */
 export const KEY_PREFIX = "veil_sk_";
@@ -50,9 +51,11 @@ export class KeyService {
   private readonly byHash = new Map<string, Cached>();
   private readonly byId = new Map<string, Cached>();
   private readonly cacheMs: number;
+  private readonly streams: KeyWatch;
 
   constructor(private readonly deps: KeyServiceDeps) {
     this.cacheMs = deps.cacheMs ?? KEY_CACHE_MS;
+    this.streams = new KeyWatch({ clock: deps.clock, intervalMs: this.cacheMs, stillValid: async (id) => hasStreamScope(await this.principalOf(id)) });
   }
 
   async create(input: KeyInput): Promise<{ row: ApiKeyRow; key: string }> {
@@ -90,7 +93,23 @@ export class KeyService {
     if (!row) throw new VeilError("KEY_NOT_FOUND", `no key "${id}"`);
     this.byHash.delete(row.hash);
     this.byId.delete(row.id);
+    this.streams.lost(row.id);
     return row;
+  }
+
+  /**
+   * Calls `lost` once the principal's key stops working for a stream: revoked (here at once,
+   * on another node within two cache periods), expired, or without the `read` scope. The
+   * server secret never stops. Returns a function that stops watching.
+   */
+  watchStream(principal: Principal, lost: () => void): () => void {
+    if (!principal.key) return () => {};
+    return this.streams.watch(principal.id, lost);
+  }
+
+  /** Keys with a stream open on this node. */
+  get watchedKeys(): number {
+    return this.streams.size;
   }
 
   /** The principal of a presented key value; undefined when it is unknown, revoked or expired. */
@@ -144,6 +163,8 @@ export class KeyService {
     return row;
   }
 }
+
+const hasStreamScope = (principal: Principal | undefined) => principal !== undefined && hasScope(principal, "read");
 
 /** A key as the API and the CLI show it: never its value (only its first characters, `prefix`). */
 export function keyView(row: ApiKeyRow, spentUsd: number) {

@@ -1,9 +1,10 @@
 import type { Hono } from "hono";
 import { VeilError } from "../../errors.js";
+import type { Principal } from "../../core/access/principal.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, parseSequence, sseResponse, type SseOptions } from "../sse.js";
 import { ownPendingMethods, pendingMethodFrames } from "./remote-methods.js";
-import { sessionGate } from "../access.js";
+import { sessionGate, streamEndsWithKey } from "../access.js";
 
 /** Largest page of `?follow=false` history. */
 export const MAX_EVENT_PAGE = 10_000;
@@ -25,7 +26,7 @@ export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
     const pending = methods ? (await ownPendingMethods(state, c.get("principal"))).filter((m) => !sessionId || m.sessionId === sessionId) : [];
     // The named session was checked to be the key's own (access.ts); every session means the key's.
     const admit = sessionId ? undefined : sessionGate(state, c.get("principal"));
-    return sessionEvents(c.req.raw, state, sessionId, pendingMethodFrames(pending), admit);
+    return sessionEvents(c.req.raw, state, c.get("principal"), sessionId, pendingMethodFrames(pending), admit);
   });
   app.get("/sessions/:id/events", async (c) => {
     const id = c.req.param("id");
@@ -38,12 +39,13 @@ export function eventRoutes(app: Hono<AppEnv>, state: ServerState): void {
       const page = limit === 0 ? [] : await runtime.events.replay({ sessionId: id }, after, limit);
       return c.body(`[${page.filter((e) => e.wire).map((e) => e.wire).join(",")}]`, 200, { "content-type": "application/json; charset=utf-8" });
     }
-    return sessionEvents(c.req.raw, state, id);
+    return sessionEvents(c.req.raw, state, c.get("principal"), id);
   });
 }
 
 /** The SSE stream of one session (ids are its seq) or of every session (ids are gseq). */
-export function sessionEvents(request: Request, state: ServerState, sessionId: string | undefined, initial?: SseOptions["initial"], admit?: SseOptions["admit"]): Response {
+export function sessionEvents(request: Request, state: ServerState, principal: Principal, sessionId: string | undefined, initial?: SseOptions["initial"], admit?: SseOptions["admit"]): Response {
+  const endWhen = streamEndsWithKey(state, principal);
   const url = new URL(request.url);
   const lastEventId = parseLastEventId(request.headers.get("last-event-id") ?? undefined, url.searchParams.get("lastEventId") ?? undefined);
   return sseResponse({
@@ -56,6 +58,7 @@ export function sessionEvents(request: Request, state: ServerState, sessionId: s
     heartbeatMs: state.heartbeatMs,
     initial,
     ...(admit ? { admit } : {}),
+    ...(endWhen ? { endWhen } : {}),
     clients: state.runtime.metrics,
   });
 }

@@ -6,7 +6,7 @@ import type { StreamTokens } from "../../core/stream-tokens.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { parseLastEventId, sseResponse } from "../sse.js";
-import { sessionGate } from "../access.js";
+import { sessionGate, streamEndsWithKey } from "../access.js";
 import { isAdmin, type Principal } from "../../core/access/principal.js";
 
 export const ResultBody = Type.Object({ result: Type.Optional(Type.Unknown()) });
@@ -41,6 +41,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
     // Several nodes: the whole service's pending methods, read before the stream opens.
     const pending = await ownPendingMethods(state, c.get("principal"));
     const admit = sessionGate(state, c.get("principal"));
+    const endWhen = streamEndsWithKey(state, c.get("principal"));
     return sseResponse({
       bus: runtime.bus,
       log: runtime.events,
@@ -51,6 +52,7 @@ export function remoteMethodRoutes(app: Hono<AppEnv>, state: ServerState): void 
       heartbeatMs: state.heartbeatMs,
       initial: pendingMethodFrames(pending),
       ...(admit ? { admit } : {}),
+      ...(endWhen ? { endWhen } : {}),
       clients: runtime.metrics,
     });
   });

@@ -11,7 +11,7 @@ import { BudgetSchema, ReasoningSchema } from "../../config/schemas.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { errorResponse } from "../errors.js";
-import { assertBudgetLeft, assertMayStart } from "../access.js";
+import { assertBudgetLeft, assertMayStart, streamEndsWithKey } from "../access.js";
 import { ownerFor, ownerScope, type Principal } from "../../core/access/principal.js";
 import { sseResponse } from "../sse.js";
 import { compileOutputSchema } from "../../engines/output-schema.js";
@@ -182,6 +182,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       // Subscribe before sending so no event of the turn is missed.
       let settle!: () => void;
       const ended = new Promise<void>((resolve) => (settle = resolve));
+      const endWhen = streamEndsWithKey(state, c.get("principal"));
       const response = sseResponse({
         bus: runtime.bus,
         filter: { sessionId: id },
@@ -189,6 +190,7 @@ export function sessionRoutes(app: Hono<AppEnv>, state: ServerState): void {
         signal: c.req.raw.signal,
         heartbeatMs: state.heartbeatMs,
         until: ended,
+        ...(endWhen ? { endWhen } : {}),
         clients: runtime.metrics,
       });
       try {
