@@ -3,28 +3,10 @@
  * top bar opens: enable or disable one, and open the session a run went to. Runs are no
  * events, so the list is read again every few seconds while it is open.
  */
+import type { Schedule, ScheduleRun } from "../../src/client/types.js";
 import type { Api } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { relativeTime, shortId } from "./format.js";
-
-interface Schedule {
-  id: string;
-  agent: string;
-  prompt: string;
-  cron: string | null;
-  everySeconds: number | null;
-  session: string;
-  enabled: boolean;
-  nextRunAt: string | null;
-  running: { at: string; sessionId: string | null } | null;
-}
-
-interface ScheduleRun {
-  at: string;
-  sessionId: string | null;
-  status: "ok" | "error" | "skipped";
-  error?: string;
-}
 
 const REFRESH_MS = 2000;
 const RUNS_SHOWN = 10;

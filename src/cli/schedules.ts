@@ -1,4 +1,4 @@
-import type { ScheduleInfo, ScheduleRunInfo } from "../core/schedules/service.js";
+import type { Schedule, ScheduleRun } from "../base/schedules.js";
 import type { SchedulesCommand } from "./args.js";
 import { withRuntime } from "./listings.js";
 import type { CliIo } from "./terminal.js";
@@ -47,14 +47,14 @@ export async function schedulesCommand(command: SchedulesCommand, io: CliIo): Pr
   });
 }
 
-function scheduleLine(s: ScheduleInfo): string {
+function scheduleLine(s: Schedule): string {
   const when = s.cron !== null ? `cron "${s.cron}"` : `every ${s.everySeconds}s`;
   const next = s.enabled ? `next ${s.nextRunAt}` : "disabled";
   const target = s.session === "new" ? "" : `  session=${s.session}`;
   return `${s.id}  ${s.agent.padEnd(14)} ${when.padEnd(22)} ${next}${target}  ${JSON.stringify(firstLine(s.prompt))}\n`;
 }
 
-function runLine(r: ScheduleRunInfo): string {
+function runLine(r: ScheduleRun): string {
   return `${r.at}  ${r.status.padEnd(7)} ${r.sessionId ?? "-"}${r.error ? `  ${r.error}` : ""}\n`;
 }
 

@@ -7,6 +7,7 @@ import type { SessionStatus, TokenUsage } from "../base/usage.js";
 
 export type { EventOf, VeilEvent, VeilEventType } from "../base/events.js";
 export type { SessionStatus, TokenUsage } from "../base/usage.js";
+export type { CreateSchedule, Schedule, ScheduleRun, ScheduleRunStatus } from "../base/schedules.js";
 
 /** GET /health. */
 export interface Health {
@@ -225,48 +226,6 @@ export interface EventStreamOptions {
 
 /** What an event stream iterator yields. */
 export type StreamedEvent = VeilEvent;
-
-/** `POST /schedules`: exactly one of `cron` (five fields, UTC) and `everySeconds` (at least 1). */
-export interface CreateSchedule {
-  agent: string;
-  prompt: string;
-  cron?: string;
-  everySeconds?: number;
-  /** "new" (default): a new session per run; or the id of an open session of `agent`. */
-  session?: string;
-  /** default: true */
-  enabled?: boolean;
-}
-
-/** A schedule (`GET /schedules/:id`). */
-export interface Schedule {
-  id: string;
-  agent: string;
-  prompt: string;
-  cron: string | null;
-  everySeconds: number | null;
-  session: string;
-  enabled: boolean;
-  /** null while disabled. */
-  nextRunAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-  /** The run in flight, if any. */
-  running: { at: string; sessionId: string | null } | null;
-}
-
-/** One due time of a schedule (`GET /schedules/:id/runs`, newest first). */
-export interface ScheduleRun {
-  /** The due time. */
-  at: string;
-  sessionId: string | null;
-  /** skipped: the previous run was still going at this due time. */
-  status: "ok" | "error" | "skipped";
-  error?: string;
-  /** When the run was taken (null: skipped). */
-  startedAt: string | null;
-  finishedAt: string;
-}
 
 /** An outbound webhook delivery (`GET /webhooks/deliveries`). */
 export interface WebhookDelivery {

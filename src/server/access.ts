@@ -19,6 +19,10 @@ const CHAT_ROUTES: readonly [string, RegExp][] = [
   ["DELETE", /^\/sessions\/[^/]+$/],
   ["POST", /^\/remote-methods\/[^/]+\/result$/],
   ["POST", /^\/(v1\/chat\/)?completions$/],
+  // A schedule is chat at set times: a key's schedules run in sessions of its own.
+  ["POST", /^\/schedules$/],
+  ["PATCH", /^\/schedules\/[^/]+$/],
+  ["DELETE", /^\/schedules\/[^/]+$/],
 ];
 /** Writes any key may make: minting and revoking its own stream tokens (to read streams from a browser). */
 const READ_ROUTES: readonly [string, RegExp][] = [

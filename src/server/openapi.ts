@@ -159,6 +159,7 @@ const ScheduleSchema = Type.Object(
     createdAt: Type.String({ format: "date-time" }),
     updatedAt: Type.String({ format: "date-time" }),
     running: Nullable(Type.Object({ at: Type.String({ format: "date-time" }), sessionId: Nullable(Type.String()) })),
+    ownerKey: Nullable(Type.String({ description: "the API key that made it (its runs' sessions are that key's); null: the server secret" })),
   },
   { additionalProperties: true },
 );

@@ -1,3 +1,5 @@
+import type { ScheduleRunStatus } from "../base/schedules.js";
+
 /**
  * The rows behind what starts agents without a client: schedules and their runs, inbound
  * webhook receipts (de-duplication by delivery id) and outbound webhook deliveries. Both
@@ -21,6 +23,8 @@ export interface ScheduleRow {
   next_run_at: number;
   created_at: string;
   updated_at: string;
+  /** The key that made it (its runs' sessions are that key's); null for the server secret. */
+  owner_key: string | null;
   /** The run in flight: its due time (epoch ms), or null when none. */
   active_at: number | null;
   active_session_id: string | null;
@@ -32,7 +36,7 @@ export interface ScheduleRow {
 
 export type NewSchedule = Omit<ScheduleRow, "active_at" | "active_session_id" | "active_node" | "active_seen_at">;
 
-export type ScheduleRunStatus = "ok" | "error" | "skipped";
+export type { ScheduleRunStatus };
 
 /** The outcome of one due time of a schedule. */
 export interface ScheduleRunRow {

@@ -17,6 +17,7 @@ export function automationConformance(current: () => Store): void {
     next_run_at: 1_000_000,
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",
+    owner_key: null,
     ...extra,
   });
   const run = (scheduleId: string, at: number, extra: Partial<ScheduleRunRow> = {}): ScheduleRunRow => ({
@@ -46,8 +47,9 @@ export function automationConformance(current: () => Store): void {
       const store = current();
       const created = await store.createSchedule(schedule("sch1", { cron: "*/5 * * * *", every_seconds: null }));
       expect(created).toEqual({ ...schedule("sch1", { cron: "*/5 * * * *", every_seconds: null }), active_at: null, active_session_id: null, active_node: null, active_seen_at: null });
-      await store.createSchedule(schedule("sch2", { every_seconds: 1.5, session: "sess-x" }));
+      await store.createSchedule(schedule("sch2", { every_seconds: 1.5, session: "sess-x", owner_key: "key_a" }));
       expect(await store.getSchedule("sch1")).toEqual(created);
+      expect((await store.getSchedule("sch2"))?.owner_key).toBe("key_a");
       expect((await store.listSchedules()).map((s) => [s.id, s.every_seconds, s.session])).toEqual([
         ["sch1", null, "new"],
         ["sch2", 1.5, "sess-x"],

@@ -49,7 +49,7 @@ describe("ScheduleRunner on several nodes (one SQLite store, a hand-moved clock)
 
   async function createSchedule(id: string): Promise<void> {
     const at = new Date(clock.now()).toISOString();
-    await store.createSchedule({ id, agent: "default", prompt: `prompt of ${id}`, cron: null, every_seconds: 1, session: "new", enabled: true, next_run_at: clock.now(), created_at: at, updated_at: at });
+    await store.createSchedule({ id, agent: "default", prompt: `prompt of ${id}`, cron: null, every_seconds: 1, session: "new", enabled: true, next_run_at: clock.now(), created_at: at, updated_at: at, owner_key: null });
   }
 
   /** Fires the schedule's stored due time on `on`, and lets the run it starts get to its model call. */

@@ -61,7 +61,7 @@ describe("POST /webhooks/:name (inbound)", () => {
     await firstChatDone(h.runtime, sessionId);
     const [message] = await h.runtime.store.listMessages(sessionId);
     expect(message).toMatchObject({ role: "user", content: `A push arrived:\n${body}\n(end ${body})`, meta: { source: "webhook", webhook: "github" } });
-    expect((await h.runtime.store.getSession(sessionId))?.agent).toBe("default");
+    expect(await h.runtime.store.getSession(sessionId)).toMatchObject({ agent: "default", origin: "webhook", owner_key: null });
     const sent = h.llm.completionRequests[0]!.body.messages.at(-1);
     expect(JSON.stringify(sent)).toContain("refs/heads/main");
     // The session is served like any other.

@@ -209,7 +209,7 @@ export class ScheduleRunner {
     try {
       await this.place();
       placed = true;
-      sessionId ??= (await sessions.create({ agent: row.agent })).id;
+      sessionId ??= (await sessions.create({ agent: row.agent, origin: "schedule", owner_key: row.owner_key })).id;
       await store.setScheduleRunSession(row.id, due, sessionId);
       const receipt = await sessions.send(sessionId, row.prompt, { meta: { source: "schedule", scheduleId: row.id, dueAt: iso(due) }, warmUp: false });
       const ended = await receipt.result;

@@ -1,4 +1,5 @@
 import type { Cron } from "croner";
+import type { CreateSchedule, Schedule, ScheduleRun } from "../../base/schedules.js";
 import type { IdGenerator } from "../../base/ids.js";
 import type { AgentConfig } from "../../config/types.js";
 import { VeilError } from "../../errors.js";
@@ -7,47 +8,11 @@ import type { Disposable } from "../../tools/types.js";
 import { ScheduleRunner, type ScheduleRunnerDeps } from "./runner.js";
 import { checkTiming, compileCron, firstDue } from "./timing.js";
 
-/** POST /schedules. */
-export interface CreateScheduleInput {
-  agent: string;
-  prompt: string;
-  /** Five-field cron expression, UTC. Exactly one of cron and everySeconds. */
-  cron?: string;
-  everySeconds?: number;
-  /** "new" (default): a new session per run; else the id of an open session of `agent`. */
-  session?: string;
-  /** default: true */
-  enabled?: boolean;
-}
-
-/** The public shape of a schedule (GET /schedules/:id). */
-export interface ScheduleInfo {
-  id: string;
-  agent: string;
-  prompt: string;
-  cron: string | null;
-  everySeconds: number | null;
-  session: string;
-  enabled: boolean;
-  /** ISO time of the next due time; null while disabled. */
-  nextRunAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-  /** The run in flight, if any. */
-  running: { at: string; sessionId: string | null } | null;
-}
-
-/** One due time's outcome (GET /schedules/:id/runs). */
-export interface ScheduleRunInfo {
-  /** The due time. */
-  at: string;
-  sessionId: string | null;
-  status: ScheduleRunRow["status"];
-  error?: string;
-  /** When the run was taken (null: skipped). */
-  startedAt: string | null;
-  finishedAt: string;
-}
+/**
+ * Whose schedules a caller sees: a key id (that key's only, the others are "not found"), or
+ * undefined for an admin (every schedule).
+ */
+export type ScheduleScope = string | undefined;
 
 export interface ScheduleServiceDeps extends Omit<ScheduleRunnerDeps, "disable"> {
   ids: IdGenerator;
@@ -88,14 +53,15 @@ export class ScheduleService implements Disposable {
     this.runner = new ScheduleRunner({ ...deps, disable: (id, reason) => this.disableFor(id, reason) });
   }
 
-  async create(input: CreateScheduleInput): Promise<ScheduleInfo> {
+  /** A schedule made by key `owner` (null: the server secret); it may only target that key's own session. */
+  async create(input: CreateSchedule, owner: string | null = null): Promise<Schedule> {
     const { store, clock, ids } = this.deps;
     const agents = this.deps.agents();
     if (!Object.hasOwn(agents, input.agent)) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
     if (input.prompt.trim() === "") throw new VeilError("VALIDATION_ERROR", '"prompt" must not be empty');
     const timing = checkTiming(input);
     const session = input.session ?? "new";
-    if (session !== "new") await this.checkTargetSession(session, input.agent);
+    if (session !== "new") await this.checkTargetSession(session, input.agent, owner);
     const now = clock.now();
     const at = new Date(now).toISOString();
     const shape = { cron: timing.cron ?? null, every_seconds: timing.everySeconds ?? null };
@@ -109,22 +75,23 @@ export class ScheduleService implements Disposable {
       next_run_at: firstDue(shape, now),
       created_at: at,
       updated_at: at,
+      owner_key: owner,
     });
     this.arm(row);
     return toInfo(row);
   }
 
-  async list(): Promise<ScheduleInfo[]> {
-    return (await this.deps.store.listSchedules()).map(toInfo);
+  async list(scope?: ScheduleScope): Promise<Schedule[]> {
+    return (await this.deps.store.listSchedules()).filter((row) => visible(row, scope)).map(toInfo);
   }
 
-  async get(id: string): Promise<ScheduleInfo> {
-    return toInfo(await this.row(id));
+  async get(id: string, scope?: ScheduleScope): Promise<Schedule> {
+    return toInfo(await this.row(id, scope));
   }
 
   /** Enabling starts afresh from now: times missed while disabled do not fire. */
-  async setEnabled(id: string, enabled: boolean): Promise<ScheduleInfo> {
-    const current = await this.row(id);
+  async setEnabled(id: string, enabled: boolean, scope?: ScheduleScope): Promise<Schedule> {
+    const current = await this.row(id, scope);
     if (current.enabled === enabled) return toInfo(current);
     const now = this.deps.clock.now();
     const next = enabled ? firstDue(current, now) : current.next_run_at;
@@ -135,14 +102,15 @@ export class ScheduleService implements Disposable {
   }
 
   /** A run in flight goes on; its end is no longer recorded. */
-  async delete(id: string): Promise<void> {
+  async delete(id: string, scope?: ScheduleScope): Promise<void> {
+    if (scope !== undefined) await this.row(id, scope);
     if (!(await this.deps.store.deleteSchedule(id))) throw notFound(id);
     this.disarm(id);
   }
 
   /** Newest first. */
-  async runs(id: string, limit = 100): Promise<ScheduleRunInfo[]> {
-    await this.row(id);
+  async runs(id: string, limit = 100, scope?: ScheduleScope): Promise<ScheduleRun[]> {
+    await this.row(id, scope);
     return (await this.deps.store.listScheduleRuns(id, limit)).map(toRunInfo);
   }
 
@@ -238,25 +206,29 @@ export class ScheduleService implements Disposable {
     if (updated) this.arm(updated);
   }
 
-  private async checkTargetSession(sessionId: string, agent: string): Promise<void> {
+  private async checkTargetSession(sessionId: string, agent: string, owner: string | null): Promise<void> {
     const session = await this.deps.store.getSession(sessionId);
-    if (!session) throw new VeilError("SESSION_NOT_FOUND", `no session "${sessionId}" (give "new" for a new session per run)`);
+    // A key's schedule runs in its own sessions only: another's is, to it, no session.
+    if (!session || (owner !== null && session.owner_key !== owner)) throw new VeilError("SESSION_NOT_FOUND", `no session "${sessionId}" (give "new" for a new session per run)`);
     if (session.status === "closed") throw new VeilError("SESSION_CLOSED", `session "${sessionId}" is closed`);
     if (session.agent !== agent) throw new VeilError("VALIDATION_ERROR", `session "${sessionId}" is of agent "${session.agent}", not "${agent}"`);
   }
 
-  private async row(id: string): Promise<ScheduleRow> {
+  private async row(id: string, scope?: ScheduleScope): Promise<ScheduleRow> {
     const row = await this.deps.store.getSchedule(id);
-    if (!row) throw notFound(id);
+    if (!row || !visible(row, scope)) throw notFound(id);
     return row;
   }
 }
+
+/** Another key's schedule is, to a key without admin, one that does not exist. */
+const visible = (row: ScheduleRow, scope: ScheduleScope) => scope === undefined || row.owner_key === scope;
 
 function notFound(id: string): VeilError {
   return new VeilError("SCHEDULE_NOT_FOUND", `no schedule "${id}"`);
 }
 
-export function toInfo(row: ScheduleRow): ScheduleInfo {
+export function toInfo(row: ScheduleRow): Schedule {
   return {
     id: row.id,
     agent: row.agent,
@@ -269,9 +241,10 @@ export function toInfo(row: ScheduleRow): ScheduleInfo {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     running: row.active_at === null ? null : { at: new Date(row.active_at).toISOString(), sessionId: row.active_session_id },
+    ownerKey: row.owner_key,
   };
 }
 
-function toRunInfo(run: ScheduleRunRow): ScheduleRunInfo {
+function toRunInfo(run: ScheduleRunRow): ScheduleRun {
   return { at: new Date(run.at).toISOString(), sessionId: run.session_id, status: run.status, ...(run.error ? { error: run.error } : {}), startedAt: run.started_at, finishedAt: run.finished_at };
 }

@@ -75,7 +75,7 @@ export class InboundWebhooks {
 
   private async start(name: string, hook: InboundWebhook, sessionId: string, body: Uint8Array, deliveryId: string | undefined): Promise<void> {
     const { sessions, log } = this.deps;
-    await sessions.create({ id: sessionId, agent: hook.agent });
+    await sessions.create({ id: sessionId, agent: hook.agent, origin: "webhook" });
     const prompt = hook.prompt.split("{{body}}").join(Buffer.from(body).toString("utf8"));
     let receipt;
     try {

@@ -1,14 +1,14 @@
 /** Statements of AutomationStore (store/automation.ts); merged into SQL (sql.ts). */
 
-const SCHEDULE_COLUMNS = `id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at,
+const SCHEDULE_COLUMNS = `id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at, owner_key,
   active_at, active_session_id, active_node, active_seen_at`;
 const RUN_COLUMNS = "schedule_id, at, session_id, status, error, started_at, finished_at";
 const DELIVERY_COLUMNS = `id, url, secret_env, type, session_id, body, status, attempts, next_attempt_at, last_status, last_error,
   created_at, updated_at, delivered_at`;
 
 export const AUTOMATION_SQL = {
-  insertSchedule: `INSERT INTO schedules (id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SCHEDULE_COLUMNS}`,
+  insertSchedule: `INSERT INTO schedules (id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at, owner_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${SCHEDULE_COLUMNS}`,
   getSchedule: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = $1`,
   listSchedules: `SELECT ${SCHEDULE_COLUMNS} FROM schedules ORDER BY pos`,
   setScheduleEnabled: `UPDATE schedules SET enabled = $2, next_run_at = $3, updated_at = $4 WHERE id = $1 RETURNING ${SCHEDULE_COLUMNS}`,

@@ -297,6 +297,12 @@ ALTER TABLE messages ADD COLUMN reverted BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE sessions ADD COLUMN forked_from TEXT;
 `;
 
+/** A schedule belongs to the key that made it (null: the server secret), as a session does. */
+const SCHEDULE_OWNERS = `
+ALTER TABLE schedules ADD COLUMN owner_key TEXT;
+CREATE INDEX schedules_owner ON schedules (owner_key);
+`;
+
 /** Ordered, append-only; versions 1 and 2 match the SQLite store's steps. */
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
@@ -307,6 +313,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 6, name: "schedules and webhooks", up: AUTOMATION },
   { version: 7, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
   { version: 8, name: "access: api keys, session owners, request counters and audit", up: PG_ACCESS_SCHEMA },
+  { version: 9, name: "schedule owners", up: SCHEDULE_OWNERS },
 ];
 
 /** Two ints naming Veil's migration lock among any other advisory locks of the database. */

@@ -17,7 +17,7 @@ import { PgSideTables } from "./pg-side-tables.js";
 export abstract class PgAutomationTables extends PgSideTables implements AutomationStore {
   async createSchedule(row: NewSchedule): Promise<ScheduleRow> {
     const { rows } = await this.direct(`schedule ${row.id}`, undefined, (on) =>
-      on.run<ScheduleRow>("insertSchedule", [row.id, row.agent, row.prompt, row.cron, row.every_seconds, row.session, row.enabled, row.next_run_at, row.created_at, row.updated_at]),
+      on.run<ScheduleRow>("insertSchedule", [row.id, row.agent, row.prompt, row.cron, row.every_seconds, row.session, row.enabled, row.next_run_at, row.created_at, row.updated_at, row.owner_key]),
     );
     return rows[0]!;
   }

@@ -13,8 +13,8 @@ import type {
 import { SqliteSideTables } from "./side-tables.js";
 
 const SQL = {
-  insertSchedule: `INSERT INTO schedules (id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at)
-    VALUES (@id, @agent, @prompt, @cron, @every_seconds, @session, @enabled, @next_run_at, @created_at, @updated_at)
+  insertSchedule: `INSERT INTO schedules (id, agent, prompt, cron, every_seconds, session, enabled, next_run_at, created_at, updated_at, owner_key)
+    VALUES (@id, @agent, @prompt, @cron, @every_seconds, @session, @enabled, @next_run_at, @created_at, @updated_at, @owner_key)
     RETURNING *`,
   getSchedule: "SELECT * FROM schedules WHERE id = ?",
   listSchedules: "SELECT * FROM schedules ORDER BY rowid",

@@ -248,6 +248,12 @@ ALTER TABLE messages ADD COLUMN reverted INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN forked_from TEXT;
 `;
 
+/** A schedule belongs to the key that made it (null: the server secret), as a session does. */
+const SCHEDULE_OWNERS = `
+ALTER TABLE schedules ADD COLUMN owner_key TEXT;
+CREATE INDEX schedules_owner ON schedules (owner_key);
+`;
+
 /** Ordered, append-only. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial schema", up: INITIAL_SCHEMA },
@@ -256,6 +262,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "schedules and webhooks", up: AUTOMATION },
   { version: 5, name: "checkpoints, reverted rows, forks", up: CHECKPOINTS },
   { version: 6, name: "access: api keys, session owners, request counters and audit", up: ACCESS_SCHEMA },
+  { version: 7, name: "schedule owners", up: SCHEDULE_OWNERS },
 ];
 
 /**
