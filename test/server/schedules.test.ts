@@ -176,15 +176,11 @@ describe("schedules.maxConcurrentRuns", () => {
     const a = await h.runtime.schedules.create({ agent: "default", prompt: "a", everySeconds: 1 });
     const b = await h.runtime.schedules.create({ agent: "default", prompt: "b", everySeconds: 1 });
     await h.llm.waitForRequests(1);
+    await h.runtime.schedules.whenRunsWaiting(1);
     // Both due times are taken; one runs, the other waits for the place (no session yet).
-    for (;;) {
-      const [ra, rb] = [(await h.runtime.schedules.get(a.id)).running, (await h.runtime.schedules.get(b.id)).running];
-      if (ra && rb) {
-        expect([ra.sessionId, rb.sessionId].filter(Boolean)).toHaveLength(1);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const [ra, rb] = [(await h.runtime.schedules.get(a.id)).running, (await h.runtime.schedules.get(b.id)).running];
+    expect(ra && rb).toBeTruthy();
+    expect([ra!.sessionId, rb!.sessionId].filter(Boolean)).toHaveLength(1);
     expect(h.llm.completionRequests).toHaveLength(1);
     await h.runtime.schedules.setEnabled(a.id, false);
     await h.runtime.schedules.setEnabled(b.id, false);

@@ -58,6 +58,8 @@ export class ScheduleRunner {
   /** Runs holding a place (maxConcurrentRuns) and those waiting for one. */
   private running = 0;
   private readonly waiting: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  /** Callers of whenWaiting, each told once that many runs wait for a place. */
+  private readonly waitingWatchers: { count: number; resolve: () => void }[] = [];
   private stopped = false;
   private heartbeat: (() => void) | null = null;
 
@@ -107,6 +109,17 @@ export class ScheduleRunner {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].flatMap((runs) => [...runs.values()]));
   }
 
+  /** Runs taken at their due time that wait for a place (maxConcurrentRuns) right now. */
+  get waitingRuns(): number {
+    return this.waiting.length;
+  }
+
+  /** Settles once at least `count` runs wait for a place at the same time. */
+  whenWaiting(count: number): Promise<void> {
+    if (this.waiting.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waitingWatchers.push({ count, resolve }));
+  }
+
   /** No run starts from now on (the runtime is closing): those waiting for a place end as CANCELLED. */
   stop(): void {
     this.stopped = true;
@@ -140,7 +153,18 @@ export class ScheduleRunner {
       this.running++;
       return;
     }
-    await new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    const placed = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    this.tellWaiting();
+    await placed;
+  }
+
+  private tellWaiting(): void {
+    for (let i = this.waitingWatchers.length - 1; i >= 0; i--) {
+      const watcher = this.waitingWatchers[i]!;
+      if (this.waiting.length < watcher.count) continue;
+      this.waitingWatchers.splice(i, 1);
+      watcher.resolve();
+    }
   }
 
   /** Hands the place to the next waiting run, if any. */

@@ -121,6 +121,11 @@ export class ScheduleService implements Disposable {
     await this.resync(this.deps.startupDelayMs ?? DEFAULT_STARTUP_DELAY_MS);
   }
 
+  /** Settles once at least `count` runs of this node wait for a place among maxConcurrentRuns. */
+  whenRunsWaiting(count: number): Promise<void> {
+    return this.runner.whenWaiting(count);
+  }
+
   /** Settles when no run started here is in flight. */
   idle(): Promise<void> {
     return this.runner.idle();
