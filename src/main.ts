@@ -70,8 +70,14 @@ async function main(): Promise<number> {
     }
     case "serve":
       return (await import("./cli/serve.js")).serveCommand(command, io);
-    case "run":
-      return (await import("./cli/run.js")).runOnce(command, io);
+    case "run": {
+      const code = await (await import("./cli/run.js")).runOnce(command, io);
+      // The run closed everything it opened (its store, shells, sockets): once stdout and
+      // stderr are written out, ending here spares the wait for Node to tear its heap down,
+      // a good part of the time between the last answer and the exit.
+      await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      process.exit(code);
+    }
     case "agents":
       return (await import("./cli/listings.js")).agentsCommand(command, io);
     case "tools":
@@ -87,6 +93,14 @@ async function main(): Promise<number> {
     case "keys":
       return (await import("./cli/keys.js")).keysCommand(command, io);
   }
+}
+
+/** Resolves once everything written to `stream` so far has been handed to the system (or the stream failed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || !stream.writable) return resolve();
+    stream.write("", () => resolve());
+  });
 }
 
 main().then(

@@ -55,8 +55,9 @@ function stampOf(files: readonly string[]): string {
   return files
     .map((file) => {
       try {
-        const info = statSync(file);
-        return `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+        // No exception for a missing file: most runs have no settings file, and this runs per tool call.
+        const info = statSync(file, { throwIfNoEntry: false });
+        return info ? `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}` : "-";
       } catch {
         return "-";
       }

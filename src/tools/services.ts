@@ -77,6 +77,11 @@ export interface ToolServices {
   shell?: ShellServiceOptions;
   /** null forces the pure-Node grep/glob; a string names the rg binary. */
   ripgrepPath?: string | null;
+  /**
+   * A literal grep over at most this many files (and 2 MB) runs in process even when rg is
+   * there: starting rg costs more than such a search. default: 200; 0 always runs rg.
+   */
+  grepInProcessFiles?: number;
   /** Services of the layers above, by key (see ServiceKey). */
   extensions?: ReadonlyMap<ServiceKey<unknown>, unknown>;
 }

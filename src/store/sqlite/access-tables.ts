@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { lazyStatements } from "./statements.js";
 import type { Clock } from "../../base/clock.js";
 import { apiKeyFromRaw, auditPage, requestAuditFromRaw, type RawApiKey, type RawRequestAudit } from "../access-rows.js";
 import type { AccessStore, ApiKeyRow, NewApiKey, RequestAuditRow } from "../store.js";
@@ -62,7 +63,7 @@ export abstract class SqliteAccessTables extends SqliteCheckpointTables implemen
 
   protected constructor(db: Database.Database, clock: Clock) {
     super(db, clock);
-    this.access = Object.fromEntries(Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)])) as typeof this.access;
+    this.access = lazyStatements(db, SQL);
     const count = db.transaction((keyId: string, windowStart: number) => {
       const { count: n } = this.access.countRequest.get(keyId, windowStart) as { count: number };
       if (n === 1) this.access.dropOldWindows.run(keyId, windowStart);

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { lazyStatements } from "./statements.js";
 import type { Clock } from "../../base/clock.js";
 import type {
   AutomationStore,
@@ -76,9 +77,7 @@ export abstract class SqliteAutomationTables extends SqliteSideTables implements
 
   protected constructor(db: Database.Database, clock: Clock) {
     super(db, clock);
-    const prepared = {} as Record<keyof typeof SQL, Database.Statement>;
-    for (const key of Object.keys(SQL) as (keyof typeof SQL)[]) prepared[key] = db.prepare(SQL[key]);
-    this.automation = prepared;
+    this.automation = lazyStatements(db, SQL);
     const endRun = db.transaction((run: ScheduleRunRow, keep: number) => {
       if (this.automation.clearScheduleRun.run(run.schedule_id, run.at).changes === 0) return false;
       this.automation.insertScheduleRun.run(run);

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { lazyStatements } from "./statements.js";
 import type { Clock } from "../../base/clock.js";
 import type { CheckpointKind, CheckpointRow, FileContent, NewCheckpoint, RevertWrite } from "../checkpoints.js";
 import { checkpointsFromRaw, type RawCheckpoint, type RawCheckpointFile } from "../rows.js";
@@ -36,9 +37,7 @@ export abstract class SqliteCheckpointTables extends SqliteAutomationTables {
 
   protected constructor(db: Database.Database, clock: Clock) {
     super(db, clock);
-    const cp = {} as Record<keyof typeof SQL, Database.Statement>;
-    for (const key of Object.keys(SQL) as (keyof typeof SQL)[]) cp[key] = db.prepare(SQL[key]);
-    this.cp = cp;
+    this.cp = lazyStatements(db, SQL);
     const add = db.transaction((checkpoint: NewCheckpoint, contents: readonly FileContent[], createdAt: string) => this.insert(checkpoint, contents, createdAt));
     this.addTx = (checkpoint, contents, createdAt) => add.immediate(checkpoint, contents, createdAt);
     const revert = db.transaction((write: RevertWrite, createdAt: string) => {

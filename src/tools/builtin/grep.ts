@@ -10,6 +10,8 @@ import { ripgrepPath } from "../shared/ripgrep.js";
 import { MAX_OUTPUT_CHARS } from "../shared/truncate.js";
 
 const MAX_CONTEXT_LINES = 20;
+/** A literal search over at most this many files runs in process even when rg is installed. */
+const IN_PROCESS_FILES = 200;
 /** Match text found (shown or only counted) before the search stops early. */
 const MAX_COLLECT_CHARS = 2_000_000;
 
@@ -45,7 +47,6 @@ export const grep = defineTool({
     const root = isFile ? dirname(target) : target;
     const context = input.context_lines ?? 0;
     const rg = await ripgrepPath(ctx);
-    const engine = rg ? "rg" : "node";
 
     // picomatch and the search engine load on first use, not at start-up.
     const { grepSearch } = await import("../shared/grep-search.js");
@@ -66,7 +67,9 @@ export const grep = defineTool({
       maxCollectChars: MAX_COLLECT_CHARS,
       keepChars: MAX_OUTPUT_CHARS,
       prefixChars: prefix === "." ? 0 : prefix.length + 1,
+      inProcessFiles: ctx.services.grepInProcessFiles ?? IN_PROCESS_FILES,
     });
+    const engine = result.engine;
     if (ctx.signal.aborted) throw new ToolError("CANCELLED", "grep was cancelled.");
 
     const show = (path: string) => (prefix === "." ? path : join(prefix, path));

@@ -24,18 +24,22 @@ export interface WalkOptions {
   /** 1 = only the root's own files. default: unlimited */
   maxDepth?: number;
   signal?: AbortSignal;
+  /** Stop once more than this many files were found (the answer then holds limit + 1). */
+  limit?: number;
 }
 
 /** Regular files below `root`, as `/`-separated paths relative to it (unordered). */
 export async function walkFiles(root: string, options: WalkOptions): Promise<string[]> {
   const skip = new Set(options.skipDirs);
   const maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const files: string[] = [];
   const visit = async (dir: string, prefix: string, depth: number): Promise<void> => {
-    if (options.signal?.aborted) return;
+    if (options.signal?.aborted || files.length > limit) return;
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
     const subdirs: Promise<void>[] = [];
     for (const entry of entries) {
+      if (files.length > limit) break;
       const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
       if (entry.isFile()) files.push(rel);
       else if (entry.isDirectory() && depth < maxDepth && !skip.has(entry.name)) {

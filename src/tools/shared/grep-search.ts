@@ -1,5 +1,5 @@
 import picomatch from "picomatch";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../errors.js";
 import { walkFiles } from "./file-walk.js";
@@ -34,6 +34,8 @@ export interface GrepQuery {
   keepChars: number;
   /** Chars the answer adds before each result path. */
   prefixChars?: number;
+  /** With rg: a literal pattern over at most this many files (and IN_PROCESS_BYTES) is searched in process. default: 0 */
+  inProcessFiles?: number;
 }
 
 export interface GrepResult {
@@ -45,7 +47,12 @@ export interface GrepResult {
   fileCount: number;
   /** True when collection stopped at maxCollectChars. */
   partial: boolean;
+  /** Which search ran. */
+  engine: "rg" | "node";
 }
+
+/** Bytes a search in process may read when rg is there to take bigger ones. */
+const IN_PROCESS_BYTES = 2 * 1024 * 1024;
 
 /** Files the Node search reads between two yields to the event loop. */
 const READ_BATCH = 256;
@@ -63,7 +70,14 @@ function readQuietly(absolute: string): Buffer | undefined {
  * JavaScript accepts (look-around, backreferences) runs on the Node search instead.
  */
 export async function grepSearch(query: GrepQuery): Promise<GrepResult> {
-  if (!query.rg) return nodeSearch(query);
+  if (!query.rg) return nodeSearch(query, await searchPaths(query));
+  // Starting rg takes a few milliseconds, more than searching a small tree here does. Only
+  // for a literal: a regex may mean something else to JavaScript than to rg (`\d`, `[[:alpha:]]`).
+  const small = (query.inProcessFiles ?? 0) > 0 && isLiteral(query) ? await searchPaths(query, query.inProcessFiles) : undefined;
+  if (small) {
+    const found = await nodeSearch(query, small, IN_PROCESS_BYTES);
+    if (found) return found;
+  }
   try {
     return await rgSearch(query, query.rg);
   } catch (error) {
@@ -73,8 +87,26 @@ export async function grepSearch(query: GrepQuery): Promise<GrepResult> {
     } catch {
       throw error;
     }
-    return nodeSearch(query);
+    return nodeSearch(query, await searchPaths(query));
   }
+}
+
+/** A pattern that means the same to every regex engine: fixed strings, or no metacharacter in it. */
+function isLiteral(query: Pick<GrepQuery, "pattern" | "fixedStrings">): boolean {
+  return query.fixedStrings || !/[.*+?^${}()|[\]\\]/.test(query.pattern);
+}
+
+/** The files the query searches (relative to root, protected ones left out); undefined when there are more than `limit`. */
+async function searchPaths(query: GrepQuery, limit?: number): Promise<string[] | undefined> {
+  let paths: string[];
+  if (query.file) {
+    paths = [query.file];
+  } else {
+    const all = await walkFiles(query.root, { skipDirs: query.skipDirs, maxDepth: query.recursive ? undefined : 1, signal: query.signal, limit });
+    if (limit !== undefined && all.length > limit) return undefined;
+    paths = query.include ? all.filter(includeMatcher(query.include)) : all;
+  }
+  return paths.filter((path) => !query.isProtected(join(query.root, path)));
 }
 
 /** The JS RegExp the Node search uses; also validates a pattern. Throws VALIDATION_ERROR. */
@@ -143,20 +175,15 @@ async function rgSearch(query: GrepQuery, binary: string): Promise<GrepResult> {
     }
     if (message) throw new ToolError("TOOL_ERROR", `rg failed: ${message.split("\n")[0]}`);
   }
-  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial };
+  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial, engine: "rg" };
 }
 
-async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
+/** The search in JavaScript over `paths`; with `maxBytes`, undefined once the files hold more than that. */
+async function nodeSearch(query: GrepQuery, paths: string[], maxBytes: number): Promise<GrepResult | undefined>;
+async function nodeSearch(query: GrepQuery, paths: string[] | undefined): Promise<GrepResult>;
+async function nodeSearch(query: GrepQuery, paths: string[] = [], maxBytes?: number): Promise<GrepResult | undefined> {
   const regex = compilePattern(query.pattern, query.fixedStrings, query.caseSensitive);
-  let paths: string[];
-  if (query.file) {
-    paths = [query.file];
-  } else {
-    const all = await walkFiles(query.root, { skipDirs: query.skipDirs, maxDepth: query.recursive ? undefined : 1, signal: query.signal });
-    paths = query.include ? all.filter(includeMatcher(query.include)) : all;
-  }
-  paths = paths.filter((path) => !query.isProtected(join(query.root, path)));
-
+  let bytes = 0;
   const found = new GrepMatches(query.keepChars, query.prefixChars);
   let collected = 0;
   let partial = false;
@@ -165,6 +192,10 @@ async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
   for (let i = 0; i < paths.length && !partial && !query.signal?.aborted; i++) {
     if (i > 0 && i % READ_BATCH === 0) await new Promise((resolve) => setImmediate(resolve));
     const path = paths[i]!;
+    if (maxBytes !== undefined) {
+      bytes += statSync(join(query.root, path), { throwIfNoEntry: false })?.size ?? 0;
+      if (bytes > maxBytes) return undefined;
+    }
     const buffer = readQuietly(join(query.root, path));
     if (!buffer || buffer.includes(0)) continue; // unreadable or binary, as rg skips it
     const lines = searchLines(splitLines(buffer.toString("utf8")), regex, query.context);
@@ -174,7 +205,7 @@ async function nodeSearch(query: GrepQuery): Promise<GrepResult> {
     }
     if (collected > query.maxCollectChars) partial = true;
   }
-  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial };
+  return { files: found.files, matches: found.matches, fileCount: found.fileCount, partial, engine: "node" };
 }
 
 /** `*.ts` matches a file name at any depth (as rg and grep --include do); `src/*.ts` a relative path. */

@@ -39,7 +39,38 @@ export interface PathPolicy {
   secretFiles: string[];
 }
 
-export function pathPolicyFromContext(ctx: Pick<ToolContext, "workspace" | "settings" | "paths">): PathPolicy {
+/** Runtime resource key: the protected paths' real locations, resolved once per runtime. */
+export const REAL_PATHS_KEY = "files.realPaths";
+
+/**
+ * Real locations of the runtime's own folders and files, each resolved on first use and kept
+ * for the runtime's life: the runtime holds them (its database is open, its folders are where
+ * it was started), so they do not move under it, and a tool call need not walk every one of
+ * them through the file system again.
+ */
+export class RealPathCache {
+  private readonly known = new Map<string, string[]>();
+
+  /** Each path plus its real path (when it differs); for a missing file, its folder's real path and its name. */
+  expand(paths: readonly string[]): string[] {
+    const out = new Set<string>();
+    for (const path of paths) {
+      let real = this.known.get(path);
+      if (!real) {
+        real = protectedForms(path);
+        this.known.set(path, real);
+      }
+      for (const form of real) out.add(form);
+    }
+    return [...out];
+  }
+
+  dispose(): void {
+    this.known.clear();
+  }
+}
+
+export function pathPolicyFromContext(ctx: Pick<ToolContext, "workspace" | "settings" | "paths"> & Partial<Pick<ToolContext, "runtime">>): PathPolicy {
   const paths = ctx.paths;
   const runtimeDirs = [join(ctx.workspace, ".veil")];
   if (paths?.projectDir) runtimeDirs.push(paths.projectDir);
@@ -47,11 +78,12 @@ export function pathPolicyFromContext(ctx: Pick<ToolContext, "workspace" | "sett
   const secretFiles: string[] = [];
   if (paths?.secretPath) secretFiles.push(paths.secretPath);
   if (paths?.dbPath) secretFiles.push(paths.dbPath, `${paths.dbPath}-wal`, `${paths.dbPath}-shm`, `${paths.dbPath}-journal`);
+  const expand = ctx.runtime ? (list: string[]) => ctx.runtime!.get(REAL_PATHS_KEY, () => new RealPathCache()).expand(list) : expandReal;
   return {
     workspace: ctx.workspace,
     writeRoots: (ctx.settings?.files?.writeRoots ?? []).map((root) => resolve(ctx.workspace, root)),
-    runtimeDirs: expandReal(runtimeDirs),
-    secretFiles: expandReal(secretFiles),
+    runtimeDirs: expand(runtimeDirs),
+    secretFiles: expand(secretFiles),
   };
 }
 
@@ -182,4 +214,24 @@ function expandReal(paths: string[]): string[] {
     }
   }
   return [...out];
+}
+
+/**
+ * A protected path and where it really is: its real path, or for a file not there yet (the
+ * secret before the first key, the database's -journal) its folder's real path and its name,
+ * which is where the file will be once it is created.
+ */
+function protectedForms(path: string): string[] {
+  const absolute = resolve(path);
+  const forms = new Set([absolute]);
+  try {
+    forms.add(realpathSync(absolute));
+  } catch {
+    try {
+      forms.add(join(realpathSync(dirname(absolute)), basename(absolute)));
+    } catch {
+      // Its folder is not there either: the lexical path is all we can guard.
+    }
+  }
+  return [...forms];
 }

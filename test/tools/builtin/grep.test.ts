@@ -7,6 +7,8 @@ let harness: ToolHarness;
 afterEach(async () => harness?.close());
 
 const FALLBACK = { services: { ripgrepPath: null } };
+/** rg whenever it is installed, however small the tree. */
+const RG_ALWAYS = { services: { grepInProcessFiles: 0 } };
 
 const CORPUS: Record<string, string | Buffer> = {
   "top.ts": "import x from 'y';\nconst TODO = 1;\n// todo: lower\n",
@@ -115,7 +117,7 @@ describe("grep", () => {
   it("gives the same output with rg and with the pure-Node search", async () => {
     harness = await createToolHarness({ files: CORPUS });
     harness.ws.symlink("src/link.ts", harness.ws.path("top.ts"));
-    if (await ripgrepPath(harness.context())) expect((await harness.call(grep, { pattern: "x", path: "." })).details?.engine).toBe("rg");
+    if (await ripgrepPath(harness.context())) expect((await harness.call(grep, { pattern: "x", path: "." }, RG_ALWAYS)).details?.engine).toBe("rg");
     else console.warn("rg is not installed: comparing the fallback with itself only");
     const queries: Record<string, unknown>[] = [
       { pattern: "todo", path: "." },
@@ -132,10 +134,26 @@ describe("grep", () => {
       { pattern: "", path: "src/a.ts" },
     ];
     for (const query of queries) {
-      const viaRg = await harness.call(grep, query);
+      const viaRg = await harness.call(grep, query, RG_ALWAYS);
       const viaNode = await harness.call(grep, query, FALLBACK);
+      const chosen = await harness.call(grep, query);
       expect(viaNode.details?.engine, JSON.stringify(query)).toBe("node");
       expect(viaRg.output, JSON.stringify(query)).toBe(viaNode.output);
+      expect(chosen.output, JSON.stringify(query)).toBe(viaNode.output);
     }
+  });
+
+  it("searches a small tree for a literal in process, and leaves regexes and bigger trees to rg", async () => {
+    const files: Record<string, string> = { ...CORPUS };
+    for (let f = 0; f < 260; f++) files[`big/f${String(f).padStart(3, "0")}.txt`] = f % 50 === 0 ? "a needle here\n" : "hay\n";
+    harness = await createToolHarness({ files });
+    if (!(await ripgrepPath(harness.context()))) return void console.warn("rg is not installed: the choice between engines is not tested");
+    const engineOf = async (query: Record<string, unknown>) => (await harness.call(grep, query)).details?.engine;
+    expect(await engineOf({ pattern: "todo", path: "src", recursive: true })).toBe("node");
+    expect(await engineOf({ pattern: "a.b", path: "src", recursive: true, fixed_strings: true })).toBe("node");
+    expect(await engineOf({ pattern: "^const \\w+ =", path: "src", recursive: true })).toBe("rg");
+    const big = await harness.call(grep, { pattern: "needle", path: "big", recursive: true });
+    expect(big.details?.engine).toBe("rg");
+    expect(big.details?.matches).toBe(6);
   });
 });

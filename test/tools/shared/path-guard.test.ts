@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tmpWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
-import { displayPath, guardWrite, isReadProtected, isWriteProtected, resolveToolPath, type PathPolicy } from "../../../src/tools/shared/path-guard.js";
+import { displayPath, guardRead, guardWrite, isReadProtected, isWriteProtected, pathPolicyFromContext, resolveToolPath, type PathPolicy } from "../../../src/tools/shared/path-guard.js";
+import { Resources } from "../../../src/core/resources.js";
 import { isVeilError } from "../../../src/errors.js";
 
 let ws: TempWorkspace;
@@ -78,5 +79,30 @@ describe("path guard", () => {
     ws = tmpWorkspace({ files: { ".veil/settings.json": "{}" } });
     symlinkSync(ws.path(".veil"), ws.path("cfg"));
     expect(await codeOf(guardWrite(policy(ws.root), ws.path("cfg/settings.json")))).toBe("PATH_PROTECTED");
+  });
+
+  it("resolves the protected paths once per runtime and still guards a secret created afterwards through a symlinked .veil", async () => {
+    ws = tmpWorkspace({ files: { "state/veil.db": "db" } });
+    symlinkSync(ws.path("state"), ws.path(".veil"));
+    const runtime = new Resources();
+    const ctx = {
+      workspace: ws.root,
+      runtime,
+      paths: { projectDir: ws.path(".veil"), homeDir: ws.path("home"), secretPath: ws.path(".veil/secret"), dbPath: ws.path(".veil/veil.db") },
+    } as unknown as Parameters<typeof pathPolicyFromContext>[0];
+    const first = pathPolicyFromContext(ctx);
+    // Everything the per-call resolution protects, and a file not there yet at its real location too.
+    const uncached = pathPolicyFromContext({ ...ctx, runtime: undefined });
+    expect(first.runtimeDirs).toEqual(uncached.runtimeDirs);
+    expect(first.secretFiles).toEqual(expect.arrayContaining(uncached.secretFiles));
+    expect(first.secretFiles).toContain(join(realpathSync(ws.path("state")), "veil.db-wal"));
+    // The secret appears after the first tool call: read through the real folder, it is still refused.
+    writeFileSync(ws.path("state/secret"), "key");
+    const later = pathPolicyFromContext(ctx);
+    expect(later.secretFiles).toContain(join(realpathSync(ws.path("state")), "secret"));
+    expect(await codeOf(guardRead(later, ws.path("state/secret")))).toBe("PATH_PROTECTED");
+    expect(await codeOf(guardRead(later, ws.path("state/veil.db")))).toBe("PATH_PROTECTED");
+    expect(await codeOf(guardRead(later, ws.path("state/notes.md")))).toBeUndefined();
+    await runtime.dispose();
   });
 });

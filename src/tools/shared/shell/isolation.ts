@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { setTimeout as delay } from "node:timers/promises";
 import { DetectOnce } from "../detect-once.js";
 import { TAG_VARIABLE } from "./bash-script.js";
@@ -130,12 +130,16 @@ export function taggedProcesses(tag: string, procRoot = "/proc"): number[] {
   return found;
 }
 
-/** Direct children of `pid` (via /proc/<pid>/task/<pid>/children, else a ppid scan). */
+/**
+ * Direct children of `pid` (via /proc/<pid>/task/<pid>/children, else a ppid scan). A process
+ * that is gone has none: the scan, which reads every process's stat on the host, is only for
+ * a kernel without CONFIG_PROC_CHILDREN.
+ */
 export function childrenOf(pid: number, procRoot = "/proc"): number[] {
   try {
     return readFileSync(`${procRoot}/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
-    // Kernel without CONFIG_PROC_CHILDREN: fall through to the scan.
+    if (!existsSync(`${procRoot}/${pid}`)) return [];
   }
   const found: number[] = [];
   let entries: string[] = [];
@@ -248,10 +252,12 @@ export async function killTree(target: KillTarget): Promise<number[]> {
   const scan = inits.length === 0;
   signalTree(target, "SIGKILL");
   // Real time on purpose: this waits on the kernel, not on anything a test clock models.
-  for (let round = 0; ; round++) {
+  // A killed tree is usually gone within a millisecond or two: the polls start at 1 ms and
+  // double up to KILL_POLL_MS, so closing a session does not sit out a whole 10 ms poll.
+  for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, KILL_POLL_MS)) {
     const left = [...inits, ...(scan ? taggedProcesses(target.tag) : [])].filter(isAlive);
-    if (left.length === 0 || round * KILL_POLL_MS >= KILL_WAIT_MS) return left;
+    if (left.length === 0 || waited >= KILL_WAIT_MS) return left;
     for (const pid of left) signalQuietly(pid, "SIGKILL");
-    await delay(KILL_POLL_MS);
+    await delay(pause);
   }
 }
