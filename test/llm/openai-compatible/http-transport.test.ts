@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -23,18 +23,32 @@ afterEach(async () => {
   vi.unstubAllEnvs();
 });
 
-/** A provider endpoint on 127.0.0.1 that counts its connections. */
+/** A provider endpoint on 127.0.0.1 that counts its connections and sees the client close them. */
 async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void, tls?: { key: Buffer; cert: Buffer }) {
   let connections = 0;
+  let closes = 0;
+  const closeWaiters: (() => void)[] = [];
   const server: Server = tls ? createTlsServer(tls) : createServer();
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on("end", () => handler(req, res));
   });
   server.on(tls ? "secureConnection" : "connection", () => connections++);
+  // Only the client closes idle connections here (the server's own 5 s keep-alive timeout is off), so "end", its FIN, says it did.
+  server.keepAliveTimeout = 0;
+  server.on("connection", (socket: Socket) =>
+    socket.once("end", () => {
+      closes++;
+      for (const wake of closeWaiters.splice(0)) wake();
+    }),
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   servers.push(server);
-  return { url: `${tls ? "https" : "http"}://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, connections: () => connections };
+  /** Resolves once the client has closed `count` connections. */
+  const closedByClient = async (count: number) => {
+    while (closes < count) await new Promise<void>((resolve) => closeWaiters.push(resolve));
+  };
+  return { url: `${tls ? "https" : "http"}://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, connections: () => connections, closedByClient };
 }
 
 async function ask(baseUrl: string): Promise<StreamEvent> {
@@ -132,8 +146,8 @@ describe("the providers' HTTP transport (node:http)", () => {
       return end;
     };
     expect(await ask()).toMatchObject({ type: "done", message: { content: "slow but fine" } });
-    // Idle past the limit: the connection was closed on our side, the next request opens one.
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Idle past the limit: the connection is closed on our side (the server sees it go), the next request opens one.
+    await endpoint.closedByClient(1);
     expect(await ask()).toMatchObject({ type: "done", message: { content: "slow but fine" } });
     expect(endpoint.connections()).toBe(2);
   });
