@@ -18,11 +18,10 @@ describe.skipIf(!!cluster.unavailable)("API keys across nodes on one PostgreSQL"
     expect((await onB("/sessions")).status).toBe(200);
     const revoked = await answer(a!.fetch(`/keys/${created.id}`, { method: "DELETE" }));
     expect(revoked.status).toBe(200);
-    const revokedAt = Date.now();
     expect((await as(a!, created.key)("/sessions")).status).toBe(401);
-    await eventually(async () => (await onB("/sessions")).status === 401, "the revoked key refused on node B", 3000);
-    // A node may trust its cached row for a second, not longer (plus the request's own time).
-    expect(Date.now() - revokedAt).toBeLessThan(2500);
+    // B may trust its cached row for a second (test/core/access/key-cache.test.ts holds it to that on a
+    // manual clock); here the wall clock of a loaded machine only bounds a failing wait.
+    await eventually(async () => (await onB("/sessions")).status === 401, "the revoked key refused on node B", 20_000);
   });
 
   it("a stream a key holds open on one node closes when the key is revoked on the other, within the key cache's bound", async () => {
