@@ -33,11 +33,16 @@ describe.skipIf(!present(`the build (${workerPath})`, existsSync(workerPath)))("
   it("cancel terminates a thread stuck in a backtracking regex", async () => {
     ws = tmpWorkspace({ files: { ["a".repeat(40)]: "" } });
     threads = new GlobThreads({ workerPath });
+    // A thread that already answered once is up: the stuck call starts on it at once, not after
+    // a thread start (hundreds of ms on a loaded machine).
+    await threads.run(job(ws.root, "a*"), new AbortController().signal);
+    const [thread] = threads.threadIds();
     const controller = new AbortController();
     const running = threads.run(job(ws.root, "(a+)+$"), controller.signal);
-    // No event says when the regex starts; this timer firing also shows this thread is free.
+    // No event says when the regex starts, so this is a wait (it cannot make the test fail, only
+    // cancel earlier); the timer firing also shows that this thread is free.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(threads.threadIds()).toHaveLength(1);
+    expect(threads.threadIds()).toEqual([thread]);
     controller.abort();
     await expect(running).rejects.toMatchObject({ code: "CANCELLED" });
     // Terminated, not kept idle: a cleanly finished call leaves its thread for reuse.
