@@ -110,7 +110,9 @@ describe("createLlmClient (retries and fallback)", () => {
   });
 
   it("a hung provider times out and the next attempt is made", async () => {
-    settings.providers.fake!.timeoutMs = 500; // generous: the second attempt must beat it on a loaded machine
+    // The same limit holds the second attempt, which must beat it: a loopback answer of the fake
+    // model can take hundreds of ms on a loaded machine (real timers: the silence limits are not on the clock).
+    settings.providers.fake!.timeoutMs = 2000;
     settings.retry.maxRetries = 1;
     llm.enqueue(hang(), reply().text("second try").stop());
     const events = await collect(createLlmClient({ settings, models: {}, env: {}, clock: recordingClock().clock }).stream({ modelKey: "fake/a", messages }));
