@@ -210,8 +210,8 @@ export class WakeupService implements Disposable {
     void this.exclusive(sessionId, async () => {
       if (this.disposed) return;
       const row = await this.deps.store.getWakeup(sessionId);
-      // Gone, or replaced by a newer schedule (which has its own timer).
-      if (!row || row.next_fire_at !== due) return;
+      // Gone (delivered by another node, or cancelled), or replaced by a newer schedule (which has its own timer).
+      if (!row || row.next_fire_at !== due) return this.deps.log.debug("wake-up timer found no due schedule", { sessionId, dueAt: due });
       await this.fireNow(sessionId, row);
     }).catch((error) => this.deps.log.warn("wake-up could not fire", { sessionId, error: String(error) }));
   }
@@ -239,6 +239,7 @@ export class WakeupService implements Disposable {
     this.delivered.set(sessionId, key);
     if (this.deps.claim && !(await this.deps.claim(sessionId, row.next_fire_at))) {
       // Another node delivers this one; a loop's next period is armed here too.
+      this.deps.log.debug("wake-up delivered by another node", { sessionId, dueAt: row.next_fire_at });
       if (row.loop) this.schedule({ ...row, next_fire_at: nextLoopTime(row.next_fire_at, row.interval_ms, now) });
       else this.clearTimer(sessionId);
       return;
