@@ -17,6 +17,7 @@ afterEach(async () => {
 });
 
 describe("claude-cli engine: traces", () => {
+  // A real Claude Agent SDK turn: ~18 s on a busy 2-core machine, over half the default 30 s budget.
   it("sends invoke_agent, chat and execute_tool spans for a cc/ turn, native and Veil tools alike", async () => {
     collector = await startOtlpCollector();
     h = await createEngineHarness({
@@ -44,5 +45,5 @@ describe("claude-cli engine: traces", () => {
       ["execute_tool Read", true, h.sessionId],
       ["execute_tool glob", true, h.sessionId],
     ]);
-  });
+  }, 60_000);
 });
