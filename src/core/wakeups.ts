@@ -141,6 +141,7 @@ export class WakeupService implements Disposable {
       }
       const overdue = row.next_fire_at <= now;
       this.schedule(row, overdue ? (this.deps.startupDelayMs ?? DEFAULT_STARTUP_DELAY_MS) : 0);
+      this.deps.log.debug("wake-up re-armed at start", { sessionId: row.session_id, dueAt: row.next_fire_at });
     }
   }
 
