@@ -302,6 +302,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       // A due time that fired now would be taken, then cut: it is left to the next start.
       schedules.stop();
       await sessions.shutdown();
+      checkpoints.close();
       await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.
       await claudeCli.shutdown();
