@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { reply } from "../helpers/fake-llm.js";
+import { hang, reply } from "../helpers/fake-llm.js";
 import { CHROMIUM, closePages, errorsOf, MAIN, poll, SECRET, startHarness, type Harness } from "./harness.js";
 
 const ready = existsSync(MAIN) && existsSync(CHROMIUM);
@@ -103,6 +103,24 @@ describe.skipIf(!ready)("the dashboard's checkpoints: Revert, Unrevert, Fork", {
     expect((await api<{ forked_from: string }>(`/sessions/${forkId}`)).forked_from).toBe(sessionId);
     // The fork's turns changed no files of its own: no Revert there.
     expect(await page.getByTestId("revert-open").count()).toBe(0);
+    expect(errorsOf(page)).toEqual([]);
+  });
+
+  it("Revert and Unrevert wait while the session runs (the server would answer 409)", async () => {
+    const page = await h.signedIn();
+    await page.getByTestId("new-session").click();
+    await poll(() => selectedId(page)).not.toBeNull();
+    await chatTurn(page, "make a file", ["bash", { command: "echo busy > busy.txt" }], "Made.");
+    const revert = bars(page).nth(0).getByTestId("revert-open");
+    await poll(() => revert.isEnabled()).toBe(true);
+    h.llm.enqueue(hang());
+    await page.getByTestId("chat-input").fill("think for a long time");
+    await page.getByTestId("chat-send").click();
+    await poll(() => page.locator(".session-head .badge.status").textContent()).toBe("running");
+    await poll(() => revert.isDisabled()).toBe(true);
+    await page.getByTestId("session-cancel").click();
+    await poll(() => page.locator(".session-head .badge.status").textContent()).toBe("idle");
+    await poll(() => revert.isEnabled()).toBe(true);
     expect(errorsOf(page)).toEqual([]);
   });
 });
