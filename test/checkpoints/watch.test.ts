@@ -45,8 +45,13 @@ describe("the workspace tracker reads only the folders a watch saw change", () =
     // The new folder is watched: a write deep in it is seen; a folder moved in is read whole.
     sh("echo again > new/inner/n.txt && mv ../moved-away src/back");
     expect(await summary()).toEqual(["modified new/inner/n.txt", "added src/back/deep/y.ts", "added src/back/x.ts"]);
-    sh("rm -r src/back && rm a.txt");
-    expect(await summary()).toEqual(["deleted a.txt", "deleted src/back/deep/y.ts", "deleted src/back/x.ts"]);
+    // A folder removed and made again under its name: the new folder is watched, not the gone one.
+    sh("rm -r src/two && mkdir src/two && echo 1 > src/two/again.txt");
+    expect(await summary()).toEqual(["added src/two/again.txt", "deleted src/two/z.ts"]);
+    sh("echo 2 > src/two/later.txt");
+    expect(await summary()).toEqual(["added src/two/later.txt"]);
+    sh("rm -r src/back src/two && rm a.txt");
+    expect(await summary()).toEqual(["deleted a.txt", "deleted src/back/deep/y.ts", "deleted src/back/x.ts", "deleted src/two/again.txt", "deleted src/two/later.txt"]);
     expect(await summary()).toEqual([]);
   });
 

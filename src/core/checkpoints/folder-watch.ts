@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 
 /** What the next settle has to look at: every folder, or only those that saw an event. */
 export type ScanPlan = { full: true } | { full: false; folders: ReadonlySet<string> };
@@ -20,7 +20,8 @@ export const FULL_SCAN_EVERY_MS = 60_000;
  * Node), and at least every FULL_SCAN_EVERY_MS.
  */
 export class FolderWatch {
-  private readonly watchers = new Map<string, FSWatcher>();
+  /** Each watched folder's watch; stale once an event named the folder itself (it was removed or moved away). */
+  private readonly watchers = new Map<string, { watcher: FSWatcher; stale: boolean }>();
   private dirty = new Set<string>();
   private events = 0;
   private broken = false;
@@ -40,10 +41,17 @@ export class FolderWatch {
   ) {}
 
   /** Watches `folder` (relative, "" for the root) unless it is watched already; a failure to watch (no inotify, the limit reached) plans full scans from then on. */
-  add(folder: string): void {
+  private add(folder: string): void {
     if (this.broken || this.watchers.has(folder)) return;
+    const path = folder ? join(this.root, folder) : this.root;
+    const own = basename(path);
     try {
-      const watcher = watch(folder ? join(this.root, folder) : this.root, { persistent: false }, () => this.mark(folder));
+      // An event about the watched folder itself carries the folder's own name (inotify's IN_DELETE_SELF, IN_MOVE_SELF).
+      const watcher = watch(path, { persistent: false }, (_event, name) => {
+        if (name === own) entry.stale = true;
+        this.mark(folder);
+      });
+      const entry = { watcher, stale: false };
       // A watch that failed later (its folder went away) is dropped; the full scan it plans watches again what is there.
       watcher.on("error", () => {
         watcher.close();
@@ -51,15 +59,31 @@ export class FolderWatch {
         this.mark(folder);
         this.needsFull = true;
       });
-      this.watchers.set(folder, watcher);
-    } catch {
+      this.watchers.set(folder, entry);
+    } catch (error) {
+      // A folder gone since it was listed is no failure of the watches; its parent saw it go.
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
       this.fail();
     }
   }
 
+  /**
+   * Watches a folder about to be read (a new one, or one that saw events). A folder removed
+   * (or moved away) and made again under its name is another folder, which the old watch
+   * does not see, so it gets a new one. (A file in it named like the folder also marks it
+   * stale: that costs a new watch, nothing more.)
+   */
+  renew(folder: string): void {
+    const entry = this.watchers.get(folder);
+    if (entry && !entry.stale) return;
+    entry?.watcher.close();
+    this.watchers.delete(folder);
+    this.add(folder);
+  }
+
   /** Stops watching every folder not in `folders` (gone since), and watches the new ones. */
   sync(folders: ReadonlySet<string>): void {
-    for (const [folder, watcher] of this.watchers) {
+    for (const [folder, { watcher }] of this.watchers) {
       if (folders.has(folder)) continue;
       watcher.close();
       this.watchers.delete(folder);
@@ -89,7 +113,7 @@ export class FolderWatch {
   }
 
   close(): void {
-    for (const watcher of this.watchers.values()) watcher.close();
+    for (const { watcher } of this.watchers.values()) watcher.close();
     this.watchers.clear();
     this.fenceWatcher?.close();
     this.fenceWatcher = null;
