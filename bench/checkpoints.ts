@@ -68,7 +68,10 @@ export async function run(): Promise<BenchResult[]> {
     // A revert of one turn that changed 100 files.
     await userTurn();
     const revertFrom = `m${message}`;
+    // The turn's own writes of the 100 files: what writing them costs on this disk at this moment.
+    const writeStart = performance.now();
     for (let i = 0; i < REVERT_FILES; i++) writeFileSync(join(ws, paths[i + 500]!), `reverted later ${i}\n`);
+    const writeMs = performance.now() - writeStart;
     await turns.settle();
     const revertStart = performance.now();
     const outcome = await revertTurns({ store, tracker, ids }, "s", revertFrom);
@@ -81,7 +84,7 @@ export async function run(): Promise<BenchResult[]> {
       withBaseline({ name: `checkpoint cost per turn, ${FILES} files, 10 changed (scan, mirror, chunks, stored)`, value: tenChanged, unit: "ms", baseline: { name: "nothing changed", value: unchanged }, target: "≤ 15 ms" }),
       { name: `first turn in a new workspace (${FILES} files mirrored once)`, value: baselineMs, unit: "ms" },
       { name: `store growth, ${EDIT_TURNS} turns editing one line of a 1 MB file`, value: growth / 1024, unit: "KiB", note: `${(growth / 1024 / 1024).toFixed(2)} MB beyond the file's first copy`, target: "≤ 2 MB" },
-      { name: `revert of ${REVERT_FILES} files`, value: revertMs, unit: "ms", target: "≤ 200 ms" },
+      withBaseline({ name: `revert of ${REVERT_FILES} files`, value: revertMs, unit: "ms", baseline: { name: `writeFileSync of the ${REVERT_FILES} files by the turn`, value: writeMs }, target: "≤ 200 ms" }),
     ];
   } finally {
     await store.close();

@@ -214,15 +214,15 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const principal = await keys.principalOf(ownerKey);
     return principal ? keys.overBudget(principal) : false;
   };
-  // What each turn changes in the workspace, seen by one tracker per runtime (sub-agents share the workspace).
-  const checkpoints = new WorkspaceTracker(config.paths.workspace, trackerStateDir(config.paths.homeDir, config.paths.workspace), [config.paths.homeDir]);
+  // What each turn changes in the workspace, seen by one tracker per runtime (sub-agents share the workspace); none when checkpoints are off.
+  const checkpoints = config.settings.checkpoints.enabled ? new WorkspaceTracker(config.paths.workspace, trackerStateDir(config.paths.homeDir, config.paths.workspace), [config.paths.homeDir]) : undefined;
   // The node places its sessions: the session manager reaches it, so it reaches the manager once that exists.
   const cluster: ClusterNode | null =
     clusterStore && nodeId && fences && eventWriter
       ? new ClusterNode({ store: clusterStore, sessions: (): SessionManager => sessions, events, fences, eventWriter, log, leaseSeconds: config.settings.cluster.leaseSeconds, nodeId, ...(clusterMethods ? { remoteMethods: clusterMethods } : {}), ...(deltas ? { deltas } : {}) })
       : null;
   const placement: SessionPlacement = cluster ?? singleNodePlacement(store);
-  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, telemetry, placement, checkpoints, keyBudgetSpent, runWriters });
+  const sessions: SessionManager = new SessionManager({ config, store, events, clock, ids, log, builtins, customTools, skills, instructions, runtimeResources: resources, services: toolServices, agents, engines, llm, hooks, telemetry, placement, ...(checkpoints ? { checkpoints } : {}), keyBudgetSpent, runWriters });
   const services = sessions.services;
   const multiAgent = extensionOf(services, MULTI_AGENT_SERVICE)!;
 
@@ -302,6 +302,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       // A due time that fired now would be taken, then cut: it is left to the next start.
       schedules.stop();
       await sessions.shutdown();
+      checkpoints?.close();
       await cluster?.close();
       // Runs end their claude processes; this catches any a crashed run left.
       await claudeCli.shutdown();

@@ -23,7 +23,14 @@ const writable = (row: SessionRow) => row.status !== "closed" && row.status !== 
 
 export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppHandle {
   const head = new SessionHead(api, (row) => sessions.put(row));
-  const chat = new ChatView(api, (sessionId, usd) => head.setChatCost(sessionId, usd));
+  const chat = new ChatView(
+    api,
+    (sessionId, usd) => head.setChatCost(sessionId, usd),
+    (row) => {
+      sessions.put(row);
+      select(row);
+    },
+  );
   const panels = new Panels(api);
   const dialogs = new RemoteDialogs(api);
   const select = (row: SessionRow) => {
@@ -31,7 +38,8 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
     sessions.select(row.id);
     head.render(row);
     document.body.classList.remove("show-sidebar");
-    void chat.open(row.id, writable(row));
+    void chat.open(row.id, writable(row), Boolean(row.forked_from));
+    chat.setStatus(row);
     void panels.open(row);
   };
   /** The session the address names: from the list, else asked for (a closed one the filter hides). */
@@ -46,6 +54,7 @@ export function startApp(root: HTMLElement, api: Api, signOut: () => void): AppH
   const sessions = new SessionsView(api, select, (row) => {
     head.render(row);
     chat.setWritable(writable(row));
+    chat.setStatus(row);
   });
   const schedules = new SchedulesView(api, (sessionId) => {
     void api.get<SessionRow>(`/sessions/${encodeURIComponent(sessionId)}`).then((row) => {

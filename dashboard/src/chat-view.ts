@@ -5,9 +5,11 @@
  * and no duplicate.
  */
 import { errorOf, type Api } from "./api.js";
+import { CheckpointActions } from "./checkpoint-actions.js";
 import { h, perFrame, replaceChildren } from "./dom.js";
 import { loadHistory, type HistoryMode } from "./history.js";
 import { createItemElement, renderItem } from "./item-views.js";
+import type { SessionRow } from "./sessions-view.js";
 import type { ServerEvent } from "./stream.js";
 import { Timeline, type Item } from "./timeline.js";
 
@@ -29,12 +31,16 @@ export class ChatView {
   private readonly flush = perFrame(() => this.render());
 
   private reportedCost: number | undefined;
+  private readonly checkpoints: CheckpointActions;
+  private readonly decorateAll = perFrame(() => this.decorate());
 
-  /** `onCost` hears the session's spend summed from its runs' chat.done events, when they carry one. */
+  /** `onCost` hears the session's spend summed from its runs' chat.done events, when they carry one; `onForked` gets a session forked from this one. */
   constructor(
     private readonly api: Api,
     private readonly onCost: (sessionId: string, usd: number) => void = () => {},
+    onForked: (row: SessionRow) => void = () => {},
   ) {
+    this.checkpoints = new CheckpointActions(api, this.decorateAll, (text) => this.sayError(text), onForked);
     this.log = h("div", { class: "chat-log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
     this.input = h("textarea", { testid: "chat-input", class: "chat-input", rows: 2, placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)", "aria-label": "Message", disabled: true });
     this.sendButton = h("button", { testid: "chat-send", type: "submit", class: "primary", disabled: true }, "Send");
@@ -56,12 +62,15 @@ export class ChatView {
   }
 
   /** Shows a session: clears the view, loads its history, then goes live. */
-  async open(sessionId: string, writable: boolean): Promise<void> {
+  async open(sessionId: string, writable: boolean, forked = false): Promise<void> {
     this.sessionId = sessionId;
-    this.mode = undefined;
+    // A fork's copied rows are in its messages only (no events were published for them).
+    this.mode = forked ? "messages" : undefined;
     this.setWritable(writable);
     this.pending.length = 0;
     this.renderQueued();
+    this.status.textContent = "";
+    void this.checkpoints.open(sessionId);
     await this.reload();
     if (writable) this.input.focus();
   }
@@ -69,6 +78,7 @@ export class ChatView {
   close(): void {
     this.sessionId = null;
     this.generation++;
+    this.checkpoints.close();
     this.setWritable(false);
     this.showEmpty("Select a session, or create one with “New session”.");
   }
@@ -76,6 +86,12 @@ export class ChatView {
   setWritable(writable: boolean): void {
     this.input.disabled = !writable;
     this.sendButton.disabled = !writable;
+  }
+
+  /** The open session's row changed: revert waits while it runs, nothing is offered once it is closed. */
+  setStatus(row: SessionRow): void {
+    if (row.id !== this.sessionId) return;
+    this.checkpoints.setState(row.status === "running", row.status !== "closed" && row.status !== "suspended");
   }
 
   /** A live event from the server-wide stream. */
@@ -87,6 +103,8 @@ export class ChatView {
     }
     this.applyLive(event);
     this.flush();
+    // A turn that ended may have left a checkpoint; a new message ends the chance to unrevert.
+    if (event.type === "chat.done" || (event.type === "chat.message" && event.role === "user")) void this.checkpoints.refresh();
   }
 
   /** After the stream reconnected: fetch what was missed (event log) or reload (messages). */
@@ -176,8 +194,29 @@ export class ChatView {
       renderItem(el, item);
     }
     this.log.appendChild(fragment);
+    if (changed.length > 0) this.decorate();
     if (this.timeline.items.length === 0 && !this.log.firstChild) this.log.appendChild(h("div", { class: "empty" }, "No messages yet. Say something below."));
     if (nearBottom) this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  /** Reverted turns dimmed (a user message and everything after it up to the next one), user messages with their actions. */
+  private decorate(): void {
+    let reverted = false;
+    for (const item of this.timeline.items) {
+      const el = this.elements.get(item);
+      if (item.kind === "message" && item.role === "user") reverted = this.checkpoints.isReverted(item.id);
+      if (!el) continue;
+      el.classList.toggle("reverted", reverted);
+      if (item.kind === "message" && item.role === "user") {
+        this.checkpoints.decorate(el, item.id);
+        el.nextElementSibling?.classList.toggle("reverted", reverted);
+      }
+    }
+  }
+
+  private sayError(text: string): void {
+    this.status.textContent = text;
+    this.status.className = "composer-status error";
   }
 
   private async send(): Promise<void> {
@@ -202,8 +241,7 @@ export class ChatView {
       this.pending.splice(this.pending.indexOf(text), 1);
       this.renderQueued();
       if (this.sessionId === sessionId && !this.input.value) this.input.value = text;
-      this.status.textContent = `Not sent: ${(error as Error).message}`;
-      this.status.className = "composer-status error";
+      this.sayError(`Not sent: ${(error as Error).message}`);
     }
   }
 

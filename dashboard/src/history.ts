@@ -1,7 +1,8 @@
 /**
  * History of a session: from the durable event log (
  * `GET /sessions/:id/events?after=N&limit=M&follow=false`, a JSON array) when the
- * server has it, else from the stored messages. A server without the log answers that
+ * server has it, else from the stored messages. A fork's history is rows copied from its
+ * source, with no events: the caller asks for "messages" for it. A server without the log answers that
  * URL with the live SSE stream instead; the probe sees the content type and lets go.
  */
 import { errorOf, type Api } from "./api.js";

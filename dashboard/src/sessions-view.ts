@@ -10,6 +10,8 @@ import type { ServerEvent } from "./stream.js";
 
 export interface SessionRow {
   id: string;
+  /** The session this one was forked from (its history is rows copied from there). */
+  forked_from?: string | null;
   /** Null until the first message names it (or someone renames it). */
   title?: string | null;
   agent: string;

@@ -148,6 +148,8 @@ export interface Checkpoints {
   checkpoints: Checkpoint[];
   /** The revert an unrevert would undo now, or null. */
   revert: RevertResult | null;
+  /** The user messages whose turns are reverted (their rows stay in the history, flagged). */
+  reverted: string[];
 }
 
 /** What a revert (or unrevert) put back. */

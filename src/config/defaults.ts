@@ -21,6 +21,7 @@ export function defaultSettings(): Settings {
     approval: { tools: [], timeoutSeconds: 300 },
     schedules: { maxConcurrentRuns: 64 },
     webhooks: { in: {}, out: [] },
+    checkpoints: { enabled: true },
   };
 }
 

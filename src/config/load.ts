@@ -133,6 +133,7 @@ function readAgent(folder: string, file: string, folderName: string, source: "gl
     ...(raw.sandbox ? { sandbox: raw.sandbox as AgentConfig["sandbox"] } : {}),
     ...(raw.approval ? { approval: raw.approval as AgentConfig["approval"] } : {}),
     ...(raw.env ? { env: raw.env as AgentConfig["env"] } : {}),
+    ...(raw.checkpoints ? { checkpoints: raw.checkpoints as AgentConfig["checkpoints"] } : {}),
     agentFolder: folder,
     source,
   };

@@ -162,6 +162,12 @@ const WebhooksSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Whether turns leave checkpoints (and so whether the workspace is mirrored under Veil's home). */
+const CheckpointsSchema = Type.Object(
+  { enabled: Type.Optional(Type.Boolean({ description: "false: no checkpoints, no mirror copy of the workspace, no revert of files. default: true" })) },
+  { additionalProperties: false },
+);
+
 export const SettingsFileSchema = Type.Object(
   {
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
@@ -231,6 +237,7 @@ export const SettingsFileSchema = Type.Object(
       ),
     ),
     webhooks: Type.Optional(WebhooksSchema),
+    checkpoints: Type.Optional(CheckpointsSchema),
     telemetry: Type.Optional(
       Type.Object(
         {
@@ -284,6 +291,7 @@ export const AgentFileSchema = Type.Object(
     sandbox: Type.Optional(SandboxSchema),
     approval: Type.Optional(ApprovalSchema),
     env: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), Type.String(), { description: "Variables for this agent's shells and tool processes." })),
+    checkpoints: Type.Optional(CheckpointsSchema),
   },
   { additionalProperties: true },
 );

@@ -196,6 +196,8 @@ export interface Settings {
   };
   /** Signed webhooks: in, prompts that start a session; out, events POSTed elsewhere. default: none */
   webhooks: WebhookSettings;
+  /** false: turns leave no checkpoints and the workspace is not mirrored under Veil's home. default: true */
+  checkpoints: { enabled: boolean };
   /** Anything else found in settings.json, kept for custom tools. */
   [extra: string]: unknown;
 }
@@ -268,6 +270,8 @@ export interface AgentConfig {
   modes: Record<string, ModeConfig>;
   /** false: no AGENTS.md / CLAUDE.md instructions in this agent's prompt or tool results. default: true */
   instructions?: boolean;
+  /** enabled false: this agent's turns leave no checkpoints (settings.checkpoints off wins). */
+  checkpoints?: { enabled?: boolean };
   /** Narrows settings.sandbox for this agent's shells and tool processes (never widens it). */
   sandbox?: Partial<SandboxSettings>;
   /** Adds to settings.approval for this agent's calls. */

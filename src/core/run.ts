@@ -49,12 +49,13 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // What hooks and remote methods publish for the session while it runs goes through this writer too.
   const letGo = host.deps.runWriters?.hold(writer);
   let modelKey: string | undefined;
+  const checkpoints = host.deps.checkpoints ? new TurnCheckpoints({ tracker: host.deps.checkpoints, store: writer.store, sessionId: id, ids: host.deps.ids, log }) : undefined;
   const recorder = new RunRecorder({
     writer,
     observers: () => host.recorderObservers(id),
     costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? ""),
     context: live.context,
-    ...(host.deps.checkpoints ? { checkpoints: new TurnCheckpoints({ tracker: host.deps.checkpoints, store: writer.store, sessionId: id, ids: host.deps.ids, log }) } : {}),
+    ...(checkpoints ? { checkpoints } : {}),
   });
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
   live.inbox.changed();
@@ -70,6 +71,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
     const session = await host.getSession(id);
     const turn = await prepareRun(host.setup, session, perCall, live.resources, writer, live.budget);
     modelKey = turn.modelKey;
+    if (turn.agent.checkpoints?.enabled === false) checkpoints?.disable();
     await recorder.started();
     const owner = session.owner_key;
     const keyBudgetSpent = host.deps.keyBudgetSpent;

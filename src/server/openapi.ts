@@ -274,7 +274,7 @@ const DOCS: Record<string, Doc> = {
   "GET /sessions/:id/checkpoints": {
     summary: "the turns that changed files (not reverted, oldest first) and the revert an unrevert would undo",
     tag: "checkpoints",
-    response: Type.Object({ checkpoints: ListOf(Type.Object({ id: Type.String(), messageId: Type.String(), createdAt: Type.String({ format: "date-time" }), files: ListOf(FileChangeSchema) })), revert: Type.Union([RevertAnswer, Type.Null()]) }),
+    response: Type.Object({ checkpoints: ListOf(Type.Object({ id: Type.String(), messageId: Type.String(), createdAt: Type.String({ format: "date-time" }), files: ListOf(FileChangeSchema) })), revert: Type.Union([RevertAnswer, Type.Null()]), reverted: Type.Array(Type.String(), { description: "the user messages whose turns are reverted (their rows stay, flagged)" }) }),
   },
   "POST /sessions/:id/revert": { summary: "put back every file the turns from messageId on changed, and take those turns out of the model's history (409 SESSION_BUSY while running)", tag: "checkpoints", body: RevertBody, response: RevertAnswer },
   "POST /sessions/:id/unrevert": { summary: "undo the last revert while no message came since (else 409 CONFLICT)", tag: "checkpoints", response: RevertAnswer },

@@ -53,7 +53,7 @@ export async function userMessageIds(server: Serve, sessionId: string): Promise<
   return rows.filter((r) => r.role === "user").map((r) => r.id);
 }
 
-export async function checkpoints(server: Serve, sessionId: string): Promise<{ checkpoints: { id: string; messageId: string; createdAt: string; files: { path: string; change: string }[] }[]; revert: unknown }> {
+export async function checkpoints(server: Serve, sessionId: string): Promise<{ checkpoints: { id: string; messageId: string; createdAt: string; files: { path: string; change: string }[] }[]; revert: unknown; reverted: string[] }> {
   return json(await server.fetch(`/sessions/${sessionId}/checkpoints`));
 }
 

@@ -47,6 +47,7 @@ export async function revertFlow(h: RuntimeHarness, server: Serve): Promise<void
     { path: "x/y/z.txt", change: "added" },
   ]);
   expect(listed.revert).toBeNull();
+  expect(listed.reverted).toEqual([]);
 
   // Revert from the first turn: every file as it was before it.
   const reverted = await json(await server.fetch(`/sessions/${id}/revert`, { method: "POST", body: JSON.stringify({ messageId: m1 }) }));
@@ -69,12 +70,15 @@ export async function revertFlow(h: RuntimeHarness, server: Serve): Promise<void
   expect(text(root, "x/y/z.txt")).toBeNull();
   // Folders never checkpointed are left as the turn left them.
   expect(text(root, "node_modules/pkg/y.js")).toBe("x\n");
-  const rows = await json<{ reverted: boolean }[]>(await server.fetch(`/sessions/${id}/messages`));
+  const rows = await json<{ id: string; role: string; reverted: boolean }[]>(await server.fetch(`/sessions/${id}/messages`));
   expect(rows.length).toBeGreaterThan(4);
   expect(rows.every((r) => r.reverted)).toBe(true);
   const afterRevert = await checkpoints(server, id);
   expect(afterRevert.checkpoints).toEqual([]);
   expect(afterRevert.revert).toMatchObject({ messageId: m1 });
+  // The user messages whose turns are reverted (the dashboard marks them).
+  expect(afterRevert.reverted).toEqual(rows.filter((r) => r.role === "user").map((r) => r.id));
+  expect(afterRevert.reverted).toContain(m1);
 
   // Unrevert: the files and the history as they were before the revert.
   const undone = await json(await server.fetch(`/sessions/${id}/unrevert`, { method: "POST" }));
@@ -86,6 +90,7 @@ export async function revertFlow(h: RuntimeHarness, server: Serve): Promise<void
   expect(text(root, "new/dir/created.txt")).toBe("created\n");
   expect((await json<{ reverted: boolean }[]>(await server.fetch(`/sessions/${id}/messages`))).some((r) => r.reverted)).toBe(false);
   expect((await checkpoints(server, id)).checkpoints.map((c) => c.messageId)).toEqual([m1, m2]);
+  expect((await checkpoints(server, id)).reverted).toEqual([]);
   // Nothing left to undo.
   expect((await server.fetch(`/sessions/${id}/unrevert`, { method: "POST" })).status).toBe(409);
 

@@ -1,9 +1,10 @@
-import { chmod, lstat, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { chmodSync, lstatSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { IdGenerator } from "../../base/ids.js";
 import { VeilError } from "../../errors.js";
 import type { CheckpointFile, FileChange, FileContent, MessageRow, Store } from "../../store/store.js";
 import { fileContent } from "./chunking.js";
+import { overwrite } from "./overwrite.js";
 import type { WorkspaceTracker } from "./workspace-tracker.js";
 
 export interface RevertDeps {
@@ -44,7 +45,7 @@ export async function revertTurns(deps: RevertDeps, sessionId: string, messageId
   // The oldest turn that touched a path holds its state from before them all.
   const restore = new Map<string, CheckpointFile>();
   for (const turn of turns) for (const file of turn.files) if (!restore.has(file.path)) restore.set(file.path, file);
-  const found = await currentStates(tracker.root, [...restore.keys()]);
+  const found = currentStates(tracker.root, [...restore.keys()]);
   const facts: RevertFacts = { messageIds: rows.filter((r) => r.seq >= target.seq && !r.reverted).map((r) => r.id), checkpointIds: turns.map((t) => t.id), lastSeq: rows.at(-1)?.seq ?? 0 };
   const files = [...restore.values()].map((file) => ({ path: file.path, change: netChange(file, found.files.get(file.path)) }));
   await store.applyRevert({
@@ -94,36 +95,35 @@ export async function copyHistory(store: Store, ids: IdGenerator, rows: readonly
   if (compacted.length > 0) await store.setCompacted(sessionId, compacted);
 }
 
-/** Each path written back from its stored state (or removed), then taken in by the tracker. */
+/** Each path written back from its stored state (or removed), then taken in by the tracker (synchronous calls: a promise per call costs several times the call under load). */
 async function putBack(deps: RevertDeps, files: readonly CheckpointFile[]): Promise<void> {
   const root = deps.tracker.root;
   for (const file of files) {
     const target = join(root, file.path);
     if (file.before_hash === null) {
-      await rm(target, { force: true });
+      rmSync(target, { force: true });
       continue;
     }
     const data = await deps.store.readFileContent(file.before_hash);
     if (!data) throw new VeilError("INTERNAL_ERROR", `the stored content of ${file.path} (${file.before_hash}) is missing`);
-    await mkdir(dirname(target), { recursive: true });
-    await rm(target, { force: true }); // a file replaced by a folder, or read-only
-    await writeFile(target, data, { mode: file.before_mode ?? 0o644 });
-    await chmod(target, file.before_mode ?? 0o644);
+    const mode = file.before_mode ?? 0o644;
+    overwrite(target, data, mode);
+    chmodSync(target, mode);
   }
   await deps.tracker.absorb(files.map((f) => f.path));
 }
 
 /** The paths as they are now, as checkpoint files (what an unrevert restores) and their contents. */
-async function currentStates(root: string, paths: readonly string[]): Promise<{ files: Map<string, CheckpointFile>; contents: FileContent[] }> {
+function currentStates(root: string, paths: readonly string[]): { files: Map<string, CheckpointFile>; contents: FileContent[] } {
   const files = new Map<string, CheckpointFile>();
   const contents: FileContent[] = [];
   for (const path of paths) {
-    const stat = await lstat(join(root, path)).catch(() => null);
+    const stat = lstatSync(join(root, path), { throwIfNoEntry: false });
     if (!stat?.isFile()) {
       files.set(path, { path, change: "modified", before_hash: null, before_mode: null });
       continue;
     }
-    const content = fileContent(await readFile(join(root, path)));
+    const content = fileContent(readFileSync(join(root, path)));
     contents.push(content);
     files.set(path, { path, change: "modified", before_hash: content.hash, before_mode: stat.mode & 0o7777 });
   }

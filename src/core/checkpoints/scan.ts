@@ -27,42 +27,57 @@ export function sameStamp(a: FileStamp, b: FileStamp): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.mode === b.mode;
 }
 
+/** What a scan found: every file with its stamp, and every folder it read (relative, "" for the root). */
+export interface ScanResult {
+  files: Map<string, FileStamp>;
+  folders: Set<string>;
+}
+
 /**
- * Every regular file under `root` (relative paths with "/"), with its stamp. Symbolic links,
- * sockets and the excluded folders are skipped; so are the folders in `skip` (absolute:
- * Veil's home when it lies inside the workspace, with the tracker's own state). Each folder is read with
- * synchronous calls (a promise per lstat costs several times the syscall, measured in
- * bench/checkpoints.ts) and the loop gets a turn between folders, so other sessions' events
- * wait at most one folder's stats.
+ * Every regular file under `root/from` (relative paths with "/"), with its stamp. Symbolic
+ * links, sockets and the excluded folders are skipped; so are the folders in `skip`
+ * (absolute: Veil's home when it lies inside the workspace, with the tracker's own state).
+ * `beforeRead` hears each folder before it is read (a watch set then misses nothing). Each
+ * folder is read with synchronous calls (a promise per lstat costs several times the
+ * syscall, measured in bench/checkpoints.ts) and the loop gets a turn between folders, so
+ * other sessions' events wait at most one folder's stats.
  */
-export async function scanWorkspace(root: string, skip: ReadonlySet<string> = new Set()): Promise<Map<string, FileStamp>> {
-  const found = new Map<string, FileStamp>();
+export async function scanTree(root: string, skip: ReadonlySet<string>, from = "", beforeRead: (folder: string) => void = () => {}, into: ScanResult = { files: new Map(), folders: new Set() }): Promise<ScanResult> {
   const walk = async (rel: string): Promise<void> => {
-    const dir = rel ? join(root, rel) : root;
-    if (skip.has(dir)) return;
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return; // removed while we looked
-    }
-    const subdirs: string[] = [];
-    const files: string[] = [];
-    for (const entry of entries) {
-      const path = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) {
-        if (!EXCLUDED_DIRS.has(entry.name)) subdirs.push(path);
-      } else if (entry.isFile()) files.push(path);
-    }
-    for (const path of files) {
-      const stat = lstatSync(join(root, path), { throwIfNoEntry: false });
-      if (stat?.isFile() && stat.size <= MAX_TRACKED_BYTES) found.set(path, stampOf(stat));
-    }
-    for (const sub of subdirs) {
+    beforeRead(rel);
+    const read = readFolder(root, skip, rel);
+    if (!read) return;
+    into.folders.add(rel);
+    for (const [path, stamp] of read.files) into.files.set(path, stamp);
+    for (const sub of read.folders) {
       await nextTurn();
       await walk(sub);
     }
   };
-  await walk("");
-  return found;
+  await walk(from);
+  return into;
+}
+
+/** The files right inside one folder with their stamps, and its subfolders (null: it is gone, or skipped). */
+export function readFolder(root: string, skip: ReadonlySet<string>, rel: string): { files: [string, FileStamp][]; folders: string[] } | null {
+  const dir = rel ? join(root, rel) : root;
+  if (skip.has(dir)) return null;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return null; // removed while we looked
+  }
+  const folders: string[] = [];
+  const files: [string, FileStamp][] = [];
+  for (const entry of entries) {
+    const path = rel ? `${rel}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) {
+      if (!EXCLUDED_DIRS.has(entry.name) && !skip.has(join(root, path))) folders.push(path);
+    } else if (entry.isFile()) {
+      const stat = lstatSync(join(root, path), { throwIfNoEntry: false });
+      if (stat?.isFile() && stat.size <= MAX_TRACKED_BYTES) files.push([path, stampOf(stat)]);
+    }
+  }
+  return { files, folders };
 }

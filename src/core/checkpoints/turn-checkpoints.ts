@@ -11,25 +11,34 @@ import type { WorkspaceTracker } from "./workspace-tracker.js";
  */
 export class TurnCheckpoints {
   private messageId: string | null = null;
+  private off = false;
 
   constructor(
     private readonly deps: { tracker: WorkspaceTracker; store: Store; sessionId: string; ids: IdGenerator; log: Logger },
   ) {}
 
+  /** The session's agent keeps no checkpoints: this run neither takes a baseline nor settles. */
+  disable(): void {
+    this.off = true;
+  }
+
   /** Before the run's first tool: the tracker has its baseline. */
   async ready(): Promise<void> {
+    if (this.off) return;
     // A workspace that cannot be mirrored (permissions, a full disk) leaves the run without checkpoints, not failed.
     await this.deps.tracker.ready().catch((error: unknown) => this.deps.log.warn("no checkpoint baseline for this workspace", { sessionId: this.deps.sessionId, error: String(error) }));
   }
 
   /** A delivered message starts a turn (the turn before it settles first). */
   async turnStarted(messageId: string): Promise<void> {
+    if (this.off) return;
     if (this.messageId) await this.settle();
     this.messageId = messageId;
   }
 
   /** The turn's changes become its checkpoint (none when nothing changed). */
   async settle(): Promise<CheckpointRow | null> {
+    if (this.off) return null;
     const { tracker, store, sessionId, ids, log } = this.deps;
     const changes = await tracker.settle();
     if (changes.length === 0) return null;

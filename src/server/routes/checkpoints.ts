@@ -15,7 +15,7 @@ export function publicCheckpoint(row: CheckpointRow) {
 
 /**
  * Checkpoints of a session's turns, and undoing them:
- * - `GET /sessions/:id/checkpoints` → `{ checkpoints: [...], revert: { messageId, files } | null }` (turns not reverted, oldest first; `revert`: the revert an unrevert would undo)
+ * - `GET /sessions/:id/checkpoints` → `{ checkpoints: [...], revert: { messageId, files } | null, reverted: [messageId] }` (turns not reverted, oldest first; `revert`: the revert an unrevert would undo; `reverted`: the user messages whose turns are reverted)
  * - `POST /sessions/:id/revert { messageId }` → `{ messageId, files }`; 409 SESSION_BUSY while it runs
  * - `POST /sessions/:id/unrevert` → `{ messageId, files }`; 409 CONFLICT once a message came after the revert
  * - `POST /sessions/:id/fork { messageId? }` → 201, the new session
@@ -30,11 +30,13 @@ export function checkpointRoutes(app: Hono<AppEnv>, state: ServerState): void {
     await sessions.get(id);
     const all = await runtime.store.listCheckpoints(id);
     const last = all.filter((row) => row.kind === "revert").at(-1);
-    const lastSeq = (await runtime.store.listMessages(id)).at(-1)?.seq ?? 0;
+    const rows = await runtime.store.listMessages(id);
+    const lastSeq = rows.at(-1)?.seq ?? 0;
     const undoable = last && (last.data as { lastSeq?: number } | null)?.lastSeq === lastSeq;
     return c.json({
       checkpoints: all.filter((row) => row.kind === "turn" && !row.reverted).map(publicCheckpoint),
       revert: undoable ? { messageId: last.message_id, files: last.files.map((f) => ({ path: f.path, change: f.change })) } : null,
+      reverted: rows.filter((row) => row.reverted && row.role === "user").map((row) => row.id),
     });
   });
 
