@@ -34,14 +34,19 @@ export async function run(): Promise<BenchResult[]> {
     { name: "metrics and traces (OTLP http/protobuf to loopback)", mode: "serve", env: { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: "1000" } },
   ];
   const gaps = new Map<string, number[]>(setups.map((s) => [s.name, []]));
+  // CPU of this process per step over a whole turn: the spans, their batching and encoding, and every step's own work.
+  const cpu = new Map<string, number[]>(setups.map((s) => [s.name, []]));
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const setup of setups) {
         const scripted = scriptedClient(STEPS);
         const runtime = await createRuntime({ workspace, mode: setup.mode, env: setup.env, llm: scripted.client, log: memoryLogger() });
         const session = await runtime.sessions.create({ agent: "default" });
+        const cpuBefore = process.cpuUsage();
         await (await runtime.sessions.send(session.id, "go")).result;
+        const cpuUsed = process.cpuUsage(cpuBefore);
         if (round >= WARM_ROUNDS) {
+          cpu.get(setup.name)!.push((cpuUsed.user + cpuUsed.system) / 1000 / STEPS);
           for (let i = 1; i < scripted.requestStarts.length; i++) gaps.get(setup.name)!.push(scripted.requestStarts[i]! - scripted.responseEnds[i - 1]!);
         }
         await runtime.close();
@@ -53,6 +58,7 @@ export async function run(): Promise<BenchResult[]> {
   }
   const [none, metrics, traces] = setups.map((s) => median(gaps.get(s.name)!));
   const steps = gaps.get(setups[0]!.name)!.length;
+  const [cpuMetrics, cpuTraces] = setups.slice(1).map((s) => median(cpu.get(s.name)!));
   const spans = await spanCostPerStep();
   return [
     withBaseline({
@@ -65,6 +71,14 @@ export async function run(): Promise<BenchResult[]> {
     }),
     withBaseline({ name: `per-step overhead, ${setups[1]!.name}`, value: metrics!, unit: "ms", baseline: { name: setups[0]!.name, value: none! }, note: `median of ${steps} steps each` }),
     withBaseline({ name: `per-step overhead, ${setups[2]!.name}`, value: traces!, unit: "ms", baseline: { name: setups[1]!.name, value: metrics! }, target: "≤ 1.05×", note: `median of ${steps} steps each; ${collector.exports.length} exports received` }),
+    withBaseline({
+      name: `CPU per step, ${setups[2]!.name}`,
+      value: cpuTraces!,
+      unit: "ms",
+      baseline: { name: setups[1]!.name, value: cpuMetrics! },
+      target: "≤ 1.05×",
+      note: `median over ${ROUNDS - WARM_ROUNDS} turns of ${STEPS} steps each (process CPU time: less moved by other processes than the wall clock)`,
+    }),
   ];
 }
 
