@@ -71,10 +71,19 @@ describe("GET /health: the sandbox", () => {
       expect(existsSync(released)).toBe(false);
       const answer = fetch(`${server.url}/health`).then((response) => response.json());
       writeFileSync(released, "");
-      // Non-blocking: with no probe left reading (it timed out before the server listened), this throws ENXIO.
-      const release = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-      writeSync(release, "go\n");
-      closeSync(release);
+      // Non-blocking: ENXIO until the probe reads the fifo (never, had it timed out before the server listened).
+      let release: number | undefined;
+      const openRelease = () => {
+        try {
+          release ??= openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch {
+          // no reader yet
+        }
+        return release;
+      };
+      await expect.poll(openRelease).toBeDefined();
+      writeSync(release!, "go\n");
+      closeSync(release!);
       expect(await answer).toMatchObject({ sandbox: { mode: "auto", active: false, backend: null } });
       await expect.poll(() => server.stderr().match(/bwrap cannot make a sandbox here: bwrap: No permissions to create new namespace/g)?.length).toBe(1);
     } finally {
