@@ -1,7 +1,7 @@
 import type { BenchResult } from "./types.js";
 
 /** `npm run bench`: runs every benchmark module (or those named on the command line) and prints the figures. */
-const MODULES = ["startup", "loop", "telemetry", "prompt-cache", "first-calls", "events", "fanout", "concurrency", "shell", "sandbox", "files", "tools", "memory-web", "agents", "compaction", "mcp", "store", "cluster", "schedules", "claude", "adversarial", "checkpoints", "keys"];
+const MODULES = ["startup", "serve-startup", "loop", "telemetry", "prompt-cache", "first-calls", "events", "fanout", "concurrency", "shell", "sandbox", "files", "tools", "memory-web", "agents", "compaction", "mcp", "store", "cluster", "schedules", "claude", "adversarial", "checkpoints", "keys"];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

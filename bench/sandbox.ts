@@ -52,11 +52,9 @@ export async function run(): Promise<BenchResult[]> {
       },
     });
   try {
-    const startOutside = await shellStarts(outside);
-    const startInside = await shellStarts(inside("full"));
-    const startAllowlist = await shellStarts(inside("allowlist"));
-    const callOutside = await steadyCalls(outside());
-    const callInside = await steadyCalls(inside("full")());
+    // Alternating, one start (or call) each in turn: load on the machine hits every kind alike.
+    const [startOutside, startInside, startAllowlist] = await shellStarts([outside, inside("full"), inside("allowlist")]);
+    const [callOutside, callInside] = await steadyCalls([outside(), inside("full")()]);
     const startBase = { name: "shell start outside the sandbox", value: startOutside };
     const callBase = { name: "steady `true` outside the sandbox", value: callOutside };
     const note = `isolation outside = ${isolation.mode}; bwrap flags ${support.flags.join(" ")}`;
@@ -71,30 +69,34 @@ export async function run(): Promise<BenchResult[]> {
   }
 }
 
-/** Median time from a new session's shell manager to its first command's answer. */
-async function shellStarts(make: () => ShellManager): Promise<number> {
-  const samples: number[] = [];
+/** Per kind of shell manager, the median time from a new session's manager to its first command's answer. */
+async function shellStarts(makers: (() => ShellManager)[]): Promise<number[]> {
+  const samples: number[][] = makers.map(() => []);
   for (let i = 0; i < STARTS + 3; i++) {
-    const manager = make();
-    const started = performance.now();
-    await manager.run("true", { timeoutMs: 30_000 });
-    if (i >= 3) samples.push(performance.now() - started);
-    await manager.dispose();
-  }
-  return median(samples);
-}
-
-async function steadyCalls(manager: ShellManager): Promise<number> {
-  try {
-    for (let i = 0; i < WARMUP; i++) await manager.run("true", { timeoutMs: 30_000 });
-    const samples: number[] = [];
-    for (let i = 0; i < CALLS; i++) {
+    for (const [kind, make] of makers.entries()) {
+      const manager = make();
       const started = performance.now();
       await manager.run("true", { timeoutMs: 30_000 });
-      samples.push(performance.now() - started);
+      if (i >= 3) samples[kind]!.push(performance.now() - started);
+      await manager.dispose();
     }
-    return median(samples);
+  }
+  return samples.map(median);
+}
+
+/** Per warm shell, the median time of a `true`, the shells taking turns. */
+async function steadyCalls(managers: ShellManager[]): Promise<number[]> {
+  try {
+    const samples: number[][] = managers.map(() => []);
+    for (let i = 0; i < WARMUP + CALLS; i++) {
+      for (const [kind, manager] of managers.entries()) {
+        const started = performance.now();
+        await manager.run("true", { timeoutMs: 30_000 });
+        if (i >= WARMUP) samples[kind]!.push(performance.now() - started);
+      }
+    }
+    return samples.map(median);
   } finally {
-    await manager.dispose();
+    await Promise.all(managers.map((manager) => manager.dispose()));
   }
 }

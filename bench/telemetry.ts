@@ -65,7 +65,54 @@ export async function run(): Promise<BenchResult[]> {
     }),
     withBaseline({ name: `per-step overhead, ${setups[1]!.name}`, value: metrics!, unit: "ms", baseline: { name: setups[0]!.name, value: none! }, note: `median of ${steps} steps each` }),
     withBaseline({ name: `per-step overhead, ${setups[2]!.name}`, value: traces!, unit: "ms", baseline: { name: setups[1]!.name, value: metrics! }, target: "≤ 1.05×", note: `median of ${steps} steps each; ${collector.exports.length} exports received` }),
+    ...(await cpuPerStep(setups.slice(1))),
   ];
+}
+
+const CPU_ROUNDS = 14;
+const CPU_WARM_ROUNDS = 4;
+
+/**
+ * This process's CPU per step of a turn (the step's own work, the spans, their batching and
+ * encoding), metrics-only against traced, one long-lived runtime each taking turns: long
+ * turns (100 steps) give the per-step cost, 2-step turns show what each turn adds.
+ */
+async function cpuPerStep(setups: Setup[]): Promise<BenchResult[]> {
+  const workspace = mkdtempSync(join(tmpdir(), "veil-bench-telemetry-cpu-"));
+  let script = scriptedClient(0);
+  const llm = { stream: (...args: Parameters<typeof script.client.stream>) => script.client.stream(...args) };
+  const runtimes = await Promise.all(setups.map((setup, i) => createRuntime({ workspace, mode: setup.mode, env: { ...setup.env, VEIL_HOME: join(workspace, `home-${i}`) }, llm, log: memoryLogger() })));
+  const results: BenchResult[] = [];
+  try {
+    for (const steps of [100, 2]) {
+      const cpu: number[][] = runtimes.map(() => []);
+      for (let round = 0; round < CPU_ROUNDS; round++) {
+        for (const [i, runtime] of runtimes.entries()) {
+          script = scriptedClient(steps);
+          const session = await runtime.sessions.create({ agent: "default" });
+          const before = process.cpuUsage();
+          await (await runtime.sessions.send(session.id, "go")).result;
+          const used = process.cpuUsage(before);
+          if (round >= CPU_WARM_ROUNDS) cpu[i]!.push((used.user + used.system) / 1000 / steps);
+        }
+      }
+      const [plain, traced] = cpu.map(median);
+      results.push(
+        withBaseline({
+          name: steps === 100 ? `CPU per step, ${setups[1]!.name}, 100-step turns` : `… 2-step turns (what each turn adds shows)`,
+          value: traced!,
+          unit: "ms",
+          baseline: { name: setups[0]!.name, value: plain! },
+          ...(steps === 100 ? { target: "≤ 1.05×" } : {}),
+          note: `median of ${CPU_ROUNDS - CPU_WARM_ROUNDS} turns each, alternating, one runtime each, traces to a loopback collector`,
+        }),
+      );
+    }
+  } finally {
+    await Promise.all(runtimes.map((runtime) => runtime.close()));
+    rmSync(workspace, { recursive: true, force: true });
+  }
+  return results;
 }
 
 /** Milliseconds one step's spans cost (the events a native step reports), after warm-up. */

@@ -1,7 +1,7 @@
 import { tmpdir } from "node:os";
 import { createRuntime } from "../runtime.js";
 import { cleanLeftovers } from "../tools/shared/leftovers.js";
-import { warmSandbox } from "../tools/shared/sandbox/session.js";
+import { sandboxStatus } from "../tools/shared/sandbox/session.js";
 import { resolveSecret } from "../server/secret.js";
 import { startServer } from "../server/listen.js";
 import type { ServeCommand } from "./args.js";
@@ -12,8 +12,6 @@ import { cliLogger, logFormatOf, type CliIo } from "./terminal.js";
 /** `veil serve`: prints `listening on http://HOST:PORT` when ready; SIGINT/SIGTERM shut down cleanly. */
 export async function serveCommand(command: ServeCommand, io: CliIo): Promise<number> {
   const runtime = await createRuntime({ workspace: command.workspace, env: io.env, log: cliLogger(io, command.logFormat, "info") });
-  // Probed now, off the event loop: /health answers at once, and a machine without a sandbox says so here.
-  await warmSandbox({ runtime: runtime.resources, settings: runtime.config.settings, log: runtime.log });
   // A stray rejection in one session's background work must not take every session down.
   process.on("unhandledRejection", (reason) => {
     runtime.log.error("unhandled rejection (server kept running)", { error: String(reason), stack: (reason as Error)?.stack });
@@ -29,6 +27,9 @@ export async function serveCommand(command: ServeCommand, io: CliIo): Promise<nu
   if (warning) runtime.log.warn(`chat will fail until a model is configured: ${warning}`);
   if (generated) io.stderr(`generated a server secret (stored in ${runtime.config.paths.secretPath}, mode 0600): ${secret}\n`);
   io.stdout(`listening on ${server.url}\n`);
+  // Probed once the port answers, off the event loop: a machine without a sandbox says so now,
+  // and /health and the first shell or custom tool wait for this probe if it still runs.
+  void sandboxStatus({ runtime: runtime.resources, settings: runtime.config.settings, log: runtime.log });
   // A first start says where to go from here: people read text, programs get one log entry.
   const steps = nextSteps({ url: server.url, config: runtime.config, secretSource: source });
   if (logFormatOf(io, command.logFormat) === "text") io.stderr(nextStepsText(steps));

@@ -106,7 +106,7 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
 }
 
 /** Where the turn's trace hangs: the caller's traceparent, else the sub-agent call that sent the message. */
-function turnParent(perCall: SendOptions): TurnParent | null {
+export function turnParent(perCall: SendOptions): TurnParent | null {
   if (perCall.traceparent) return { traceparent: perCall.traceparent };
   const from = perCall.meta?.fromSessionId;
   if (typeof from !== "string") return null;

@@ -19,7 +19,7 @@ import { checkModelReady } from "./model-ready.js";
 import { renameSession, titleFromFirstMessage } from "./session-title.js";
 import { SessionTeardown } from "./session-teardown.js";
 import { runInbox } from "./inbox-drain.js";
-import { executeRun, type RunHost } from "./run.js";
+import { executeRun, turnParent, type RunHost } from "./run.js";
 import type { RevertOutcome } from "./checkpoints/revert.js";
 import { forkSession, revertSession, unrevertSession, type RewindHost } from "./checkpoints/session-rewind.js";
 import { RunObservers } from "./run-observers.js";
@@ -170,7 +170,7 @@ export class SessionManager {
     live.inbox.changed();
     try {
       // The run that takes the message may start from the row alone (after a restart, or on the node that holds the session).
-      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: withRunOptions(meta, options), created_at: new Date(this.deps.clock.now()).toISOString() });
+      await this.deps.store.addInbox({ id: messageId, session_id: id, content, meta: withRunOptions(meta, this.traced(options)), created_at: new Date(this.deps.clock.now()).toISOString() });
     } catch (error) {
       live.pending.delete(messageId);
       throw error;
@@ -183,6 +183,18 @@ export class SessionManager {
       });
     }
     return { messageId, delivery, result };
+  }
+
+  /**
+   * The options with the traceparent of the span the message's turn hangs under (a
+   * sub-agent's message: the call that sent it), so a run started from the stored row alone
+   * still joins the trace.
+   */
+  private traced(options: SendOptions): SendOptions {
+    if (options.traceparent || !this.deps.telemetry?.traceparentOf) return options;
+    const parent = turnParent(options);
+    const traceparent = parent ? this.deps.telemetry.traceparentOf(parent) : null;
+    return traceparent ? { ...options, traceparent } : options;
   }
 
   /** Cooperative cancel; resolves when the run has stopped. Idempotent. */

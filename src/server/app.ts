@@ -60,7 +60,7 @@ export function createApp(state: ServerState, modules: readonly RouteModule[] = 
     }),
   );
 
-  app.get("/health", (c) => c.json({ ok: true, version: VERSION, sandbox: sandboxStatus({ runtime: runtime.resources, settings: runtime.config.settings }) }));
+  app.get("/health", async (c) => c.json({ ok: true, version: VERSION, sandbox: await sandboxStatus({ runtime: runtime.resources, settings: runtime.config.settings, log: runtime.log }) }));
   eventRoutes(app, state);
 
   agentRoutes(app, state);

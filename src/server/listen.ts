@@ -19,8 +19,6 @@ export interface StartedServer {
 /** Binds the app (127.0.0.1 by default). close() stops accepting, ends streams and closes the runtime. */
 export async function startServer(options: { runtime: Runtime; secret: string; host?: string; port?: number; heartbeatMs?: number; closeRuntime?: boolean }): Promise<StartedServer> {
   const host = options.host ?? "127.0.0.1";
-  // Many sessions' shells: started by a small helper process, so this big one never forks.
-  useSpawnHelper();
   const state: ServerState = { runtime: options.runtime, secret: options.secret, allowedHosts: new Set(), heartbeatMs: options.heartbeatMs };
   const app = createApp(state);
   const requestedPort = options.port ?? 7700;
@@ -28,6 +26,9 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
     const s = serve({ fetch: app.fetch, hostname: host, port: requestedPort }, () => resolve(s));
     s.once("error", (error) => reject(listenError(error as NodeJS.ErrnoException, host, requestedPort)));
   });
+  // Many sessions' shells: started by a small helper process, so this big one never forks. Forked
+  // once the port is bound (forking blocks this process for a moment; /health need not wait for it).
+  useSpawnHelper();
   const port = (server.address() as AddressInfo).port;
   // Bound to every interface, clients name the machine however they reach it; the bearer
   // secret still guards every route, and Origin must be same-origin.

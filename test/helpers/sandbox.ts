@@ -4,7 +4,22 @@ import { join } from "node:path";
 import { defaultSandbox } from "../../src/config/defaults.js";
 import type { AgentConfig, SandboxSettings, Settings, VeilConfig } from "../../src/config/types.js";
 import type { ToolContext } from "../../src/tools/types.js";
+import { detectSandbox, type SandboxSupport } from "../../src/tools/shared/sandbox/probe.js";
+import { unavailableUnlessCI } from "./requirements.js";
 import { createToolHarness, type ToolHarness } from "./tool-context.js";
+
+/**
+ * Why the real sandbox cannot be tested here (undefined: it can): no bwrap, or a kernel or
+ * container that refuses it namespaces. Such a machine skips the sandbox tests; in CI
+ * (CI=true, where `.ci/run` installs bubblewrap) the test file fails at once, saying why.
+ */
+export function sandboxUnavailable(support: SandboxSupport = detectSandbox()): string | undefined {
+  if (support.available) return undefined;
+  const refused = /namespace/i.test(support.reason)
+    ? " (this kernel or container does not let bwrap create user namespaces: allow them, e.g. sysctl kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0, or run the container with user namespaces enabled)"
+    : "";
+  return unavailableUnlessCI(`the sandbox tests need a working bubblewrap, and ${support.reason}${refused}`);
+}
 
 /** Values that must never be seen inside a sandbox. */
 export const SECRETS = {

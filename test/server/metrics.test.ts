@@ -1,6 +1,9 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
-import { httpError, reply } from "../helpers/fake-llm.js";
+import { httpError, reply, startFakeLlm } from "../helpers/fake-llm.js";
+import { built, spawnServer } from "../helpers/spawned-server.js";
+import { tmpWorkspace } from "../helpers/workspace.js";
 import { VeilClient } from "../../src/client/index.js";
 
 let h: RuntimeHarness | undefined;
@@ -94,5 +97,67 @@ describe("GET /metrics", () => {
     h = await createRuntimeHarness({ mode: "oneshot" });
     expect(h.runtime.metrics).toBeNull();
     expect(h.runtime.telemetry).toBeNull();
+  });
+
+  it("loads prom-client at the first scrape, which still counts what came before it", async () => {
+    h = await createRuntimeHarness({ files: { "a.md": "# a\n" } });
+    const server = await h.serve();
+    const session = (await (await server.fetch("/sessions", { method: "POST", body: "{}" })).json()) as { id: string };
+    h.llm.enqueue(reply().tool("glob", { pattern: "*.md" }).usage({ prompt_tokens: 40, completion_tokens: 4 }).stop());
+    h.llm.enqueue(reply().text("done").usage({ prompt_tokens: 50, completion_tokens: 2 }).stop());
+    expect((await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "look" }) })).status).toBe(200);
+    expect(h.runtime.metrics!.loaded).toBe(false);
+
+    const first = parseExposition(await (await server.fetch("/metrics")).text()).samples;
+    expect(h.runtime.metrics!.loaded).toBe(true);
+    expect(value(first, "veil_turns_total", { stop_reason: "stop" })).toBe(1);
+    expect(value(first, "veil_tool_calls_total", { tool: "glob", status: "done" })).toBe(1);
+    expect(value(first, "veil_llm_calls_total")).toBe(2);
+    expect(value(first, "veil_llm_tokens_total", { kind: "input" })).toBe(90);
+    expect(value(first, "veil_turn_duration_seconds_count")).toBe(1);
+
+    // After the first scrape, counts go straight to the registry, on top of the earlier ones.
+    h.llm.enqueue(reply().text("again").usage({ prompt_tokens: 10, completion_tokens: 1 }).stop());
+    expect((await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "more" }) })).status).toBe(200);
+    const second = parseExposition(await (await server.fetch("/metrics")).text()).samples;
+    expect(value(second, "veil_turns_total", { stop_reason: "stop" })).toBe(2);
+    expect(value(second, "veil_llm_tokens_total", { kind: "input" })).toBe(100);
+    expect(value(second, "veil_turn_duration_seconds_count")).toBe(2);
+  });
+
+  it.skipIf(!built)("veil serve runs a turn without loading prom-client (nor @opentelemetry) until /metrics is scraped", async () => {
+    const ws = tmpWorkspace();
+    const llm = await startFakeLlm();
+    const hook = ws.path("loaded-hook.cjs");
+    const list = ws.path("loaded.txt");
+    // On SIGUSR2 the server writes the files it has loaded.
+    writeFileSync(hook, `process.on("SIGUSR2", () => require("node:fs").writeFileSync(${JSON.stringify(list)}, Object.keys(require.cache).join("\\n")));\n`);
+    const loaded = async (): Promise<string[]> => {
+      rmSync(list, { force: true });
+      server.child.kill("SIGUSR2");
+      await expect.poll(() => existsSync(list)).toBe(true);
+      return readFileSync(list, "utf8").split("\n");
+    };
+    const telemetryFiles = (files: string[]) => files.filter((file) => /node_modules\/(@opentelemetry|prom-client)\//.test(file));
+    const server = await spawnServer(ws.root, { baseUrl: llm.baseUrl, env: { NODE_OPTIONS: `--require ${hook}` } });
+    try {
+      const session = (await (await server.fetch("/sessions", { method: "POST", body: "{}" })).json()) as { id: string };
+      llm.enqueue(reply().tool("glob", { pattern: "*" }).stop());
+      llm.enqueue(reply().text("done").stop());
+      expect((await server.fetch(`/sessions/${session.id}/chat`, { method: "POST", body: JSON.stringify({ message: "look" }) })).status).toBe(200);
+      const before = await loaded();
+      // The hook saw the server's packages, so an empty list below means something.
+      expect(before.some((file) => file.includes("node_modules/better-sqlite3/"))).toBe(true);
+      expect(telemetryFiles(before)).toEqual([]);
+
+      const samples = parseExposition(await (await server.fetch("/metrics")).text()).samples;
+      expect(value(samples, "veil_turns_total", { stop_reason: "stop" })).toBe(1);
+      expect(value(samples, "veil_tool_calls_total", { tool: "glob", status: "done" })).toBe(1);
+      expect(telemetryFiles(await loaded()).some((file) => file.includes("node_modules/prom-client/"))).toBe(true);
+    } finally {
+      await server.kill();
+      await llm.close();
+      ws.cleanup();
+    }
   });
 });

@@ -12,8 +12,8 @@ export interface LoadedTelemetry {
 }
 
 /**
- * Loads only what is configured: prom-client for a serving runtime's metrics, the
- * OpenTelemetry SDK when traces have an endpoint. With neither, nothing is imported.
+ * Loads only what is configured: a serving runtime's metrics (which load prom-client at
+ * their first scrape), the OpenTelemetry SDK when traces have an endpoint.
  */
 export async function loadTelemetry(options: {
   env: Record<string, string | undefined>;

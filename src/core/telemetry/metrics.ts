@@ -1,9 +1,11 @@
 /**
- * Prometheus metrics of a serving runtime (prom-client), on a registry of its own: two
- * runtimes in one process (tests, embedders) never share counters.
+ * The metrics of a serving runtime (GET /metrics). prom-client is loaded by the first
+ * scrape, not at start: until then the counts are kept here (a few numbers per label set),
+ * and handed to the Prometheus registry (prometheus.ts) when it is made, so nothing counted
+ * before the first scrape is lost.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RunEvent, RunResult } from "../../engines/types.js";
+import type { PromMetrics } from "./prometheus.js";
 import type { Telemetry, TurnTelemetry } from "./types.js";
 
 export interface MetricsOptions {
@@ -11,6 +13,16 @@ export interface MetricsOptions {
   liveSessions(): number;
   /** Monotonic milliseconds, for turn durations. */
   monotonic(): number;
+}
+
+/** The counters, by their short names (prometheus.ts gives each its Prometheus name). */
+export type CounterName = "turns" | "toolCalls" | "tokens" | "modelCalls" | "cost" | "providerErrors";
+
+/** Where counts go: kept here until the first scrape, then prom-client's metrics. */
+export interface MetricsSink {
+  count(counter: CounterName, labels: Record<string, string>, by: number): void;
+  observeTurn(seconds: number): void;
+  sseClients(delta: number): void;
 }
 
 /** Token kinds of veil_llm_tokens_total: input counts every prompt token, cached ones included. */
@@ -22,34 +34,43 @@ const TOKEN_KINDS = [
   ["reasoning", "reasoning_tokens"],
 ] as const;
 
-export class VeilMetrics implements Telemetry {
-  readonly registry = new Registry();
-  private readonly turns = new Counter({ name: "veil_turns_total", help: "Turns that ended, by stop reason.", labelNames: ["stop_reason"], registers: [this.registry] });
-  private readonly toolCalls = new Counter({ name: "veil_tool_calls_total", help: "Tool calls that ended, by tool and status (done, error, cancelled).", labelNames: ["tool", "status"], registers: [this.registry] });
-  private readonly tokens = new Counter({ name: "veil_llm_tokens_total", help: "Model tokens by kind (input, output, cache_read, cache_write, reasoning).", labelNames: ["kind"], registers: [this.registry] });
-  private readonly modelCalls = new Counter({ name: "veil_llm_calls_total", help: "Model calls of turns that reported usage.", registers: [this.registry] });
-  private readonly cost = new Counter({ name: "veil_llm_cost_usd_total", help: "Spend of turns' model calls in USD at models.json prices.", registers: [this.registry] });
-  private readonly providerErrors = new Counter({ name: "veil_provider_errors_total", help: "Model calls that failed, by error code (after retries and fallbacks).", labelNames: ["code"], registers: [this.registry] });
-  private readonly turnDuration = new Histogram({
-    name: "veil_turn_duration_seconds",
-    help: "Wall time of a turn, from its start to its end.",
-    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
-    registers: [this.registry],
-  });
-  private readonly sse = new Gauge({ name: "veil_sse_clients", help: "SSE streams open now.", registers: [this.registry] });
+/** Turn durations kept for the registry before prom-client loads anyway (a server nobody scrapes stays small). */
+const MAX_PENDING_TURNS = 10_000;
 
-  constructor(private readonly options: MetricsOptions) {
-    const live = options.liveSessions;
-    new Gauge({
-      name: "veil_sessions_live",
-      help: "Sessions open (not closed) in this process.",
-      registers: [this.registry],
-      collect() {
-        this.set(live());
-      },
-    });
-    collectDefaultMetrics({ register: this.registry, prefix: "veil_process_" });
+/** Counts before the registry exists: sums per counter and label set, each turn's duration, the SSE streams open. */
+class PendingCounts implements MetricsSink {
+  private readonly sums = new Map<string, { counter: CounterName; labels: Record<string, string>; total: number }>();
+  readonly turnSeconds: number[] = [];
+  private sse = 0;
+
+  count(counter: CounterName, labels: Record<string, string>, by: number): void {
+    const key = `${counter}\0${JSON.stringify(labels)}`;
+    const sum = this.sums.get(key);
+    if (sum) sum.total += by;
+    else this.sums.set(key, { counter, labels, total: by });
   }
+
+  observeTurn(seconds: number): void {
+    this.turnSeconds.push(seconds);
+  }
+
+  sseClients(delta: number): void {
+    this.sse += delta;
+  }
+
+  replayInto(sink: MetricsSink): void {
+    for (const { counter, labels, total } of this.sums.values()) sink.count(counter, labels, total);
+    for (const seconds of this.turnSeconds) sink.observeTurn(seconds);
+    if (this.sse !== 0) sink.sseClients(this.sse);
+  }
+}
+
+export class VeilMetrics implements Telemetry {
+  private readonly pending = new PendingCounts();
+  private sink: MetricsSink = this.pending;
+  private prometheus?: Promise<PromMetrics>;
+
+  constructor(private readonly options: MetricsOptions) {}
 
   turnStarted(): TurnTelemetry {
     const startedAt = this.options.monotonic();
@@ -61,41 +82,54 @@ export class VeilMetrics implements Telemetry {
   }
 
   modelCallFailed(code: string): void {
-    this.providerErrors.inc({ code });
+    this.sink.count("providerErrors", { code }, 1);
   }
 
   sseOpened(): void {
-    this.sse.inc();
+    this.sink.sseClients(1);
   }
 
   sseClosed(): void {
-    this.sse.dec();
+    this.sink.sseClients(-1);
   }
 
-  /** The registry in Prometheus' text format. */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** True once prom-client is loaded (the first scrape, or many turns before one). */
+  get loaded(): boolean {
+    return this.sink !== this.pending;
   }
 
-  get contentType(): string {
-    return this.registry.contentType;
+  /** The metrics in Prometheus' text format, and its content type. */
+  async scrape(): Promise<{ text: string; contentType: string }> {
+    const prometheus = await this.load();
+    return { text: await prometheus.text(), contentType: prometheus.contentType };
   }
 
   async close(): Promise<void> {
-    this.registry.clear();
+    (await this.prometheus)?.close();
+  }
+
+  private load(): Promise<PromMetrics> {
+    this.prometheus ??= import("./prometheus.js").then(({ PromMetrics }) => {
+      const prometheus = new PromMetrics(this.options);
+      this.pending.replayInto(prometheus);
+      this.sink = prometheus;
+      return prometheus;
+    });
+    return this.prometheus;
   }
 
   private event(event: RunEvent): void {
-    if (event.type === "tool_finished") this.toolCalls.inc({ tool: event.result.call.name, status: event.result.state });
+    if (event.type === "tool_finished") this.sink.count("toolCalls", { tool: event.result.call.name, status: event.result.state }, 1);
     else if (event.type === "model_usage") {
-      this.modelCalls.inc();
-      for (const [kind, field] of TOKEN_KINDS) if (event.usage[field] > 0) this.tokens.inc({ kind }, event.usage[field]);
+      this.sink.count("modelCalls", {}, 1);
+      for (const [kind, field] of TOKEN_KINDS) if (event.usage[field] > 0) this.sink.count("tokens", { kind }, event.usage[field]);
     }
   }
 
   private ended(result: RunResult, startedAt: number): void {
-    this.turns.inc({ stop_reason: result.stopReason });
-    this.turnDuration.observe(Math.max(0, this.options.monotonic() - startedAt) / 1000);
-    if (result.costUsd) this.cost.inc(result.costUsd);
+    this.sink.count("turns", { stop_reason: result.stopReason }, 1);
+    this.sink.observeTurn(Math.max(0, this.options.monotonic() - startedAt) / 1000);
+    if (result.costUsd) this.sink.count("cost", {}, result.costUsd);
+    if (!this.loaded && this.pending.turnSeconds.length >= MAX_PENDING_TURNS) void this.load().catch(() => undefined);
   }
 }

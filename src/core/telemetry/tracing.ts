@@ -5,7 +5,7 @@
  * queue (a run never waits on the collector); a collector that cannot be reached is logged
  * once, until it answers again. This module is loaded only when traces are configured.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, defaultTextMapGetter, type Context, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, defaultTextMapGetter, defaultTextMapSetter, type Context, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace-base";
@@ -41,6 +41,7 @@ export async function createTracing(config: TracesConfig, log: Logger): Promise<
   const spans = new SpanIndex(provider.getTracer("veil", VERSION));
   return {
     turnStarted: (start) => spans.turn(start),
+    traceparentOf: (parent) => spans.traceparentOf(parent),
     async close() {
       let timer: NodeJS.Timeout | undefined;
       const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
@@ -114,6 +115,13 @@ class SpanIndex {
 
   turnEnded(sessionId: string, span: Span): void {
     if (this.turns.get(sessionId)?.spanId === span.spanContext().spanId) this.turns.delete(sessionId);
+  }
+
+  traceparentOf(parent: TurnParent): string | null {
+    if ("traceparent" in parent) return parent.traceparent;
+    const carrier: { traceparent?: string } = {};
+    this.propagator.inject(this.parentContext(parent), carrier, defaultTextMapSetter);
+    return carrier.traceparent ?? null;
   }
 
   private parentContext(parent: TurnParent | null): Context {

@@ -35,6 +35,12 @@ export interface Telemetry {
   turnStarted(start: TurnStart): TurnTelemetry;
   /** A model call (of a turn, a compaction, the completions proxy) failed with this code. */
   modelCallFailed?(code: string): void;
+  /**
+   * The W3C traceparent of the span a turn with this parent would hang under (null: none
+   * known here), stored with a queued message: a run that starts from the stored row after a
+   * restart, or on another node, no longer has that span in memory.
+   */
+  traceparentOf?(parent: TurnParent): string | null;
   /** Exports what is still buffered, then stops. */
   close(): Promise<void>;
 }
@@ -53,6 +59,7 @@ export function combineTelemetry(parts: readonly Telemetry[]): Telemetry | null 
       };
     },
     modelCallFailed: (code) => parts.forEach((part) => part.modelCallFailed?.(code)),
+    traceparentOf: (parent) => parts.reduce<string | null>((found, part) => found ?? part.traceparentOf?.(parent) ?? null, null),
     close: async () => void (await Promise.all(parts.map((part) => part.close()))),
   };
 }

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { tracesConfig } from "../../../src/core/telemetry/load.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../../helpers/runtime.js";
-import { reply } from "../../helpers/fake-llm.js";
+import { hang, reply } from "../../helpers/fake-llm.js";
+import { createRuntime } from "../../../src/runtime.js";
+import { memoryLogger } from "../../../src/base/log.js";
 import { VeilClient } from "../../../src/client/index.js";
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from "../../helpers/otlp-collector.js";
 
@@ -81,6 +83,36 @@ describe("traces over OTLP/HTTP", () => {
     expect(child).toMatchObject({ traceId: parent.traceId, parentSpanId: spawn.spanId });
     const childChat = spans.find((s) => s.name === "chat fake-model" && s.attributes["veil.session_id"] === child.attributes["veil.session_id"])!;
     expect(childChat.parentSpanId).toBe(child.spanId);
+  });
+
+  it("a sub-agent's message left queued by a restart starts its run under the call that sent it", async () => {
+    collector = await startOtlpCollector();
+    h = await createRuntimeHarness({ files: { "a.md": "# a\n" }, env: traceEnv(collector.url) });
+    const parent = await h.runtime.sessions.create({ agent: "default" });
+    const child = await h.runtime.sessions.create({ agent: "default" });
+    h.llm.enqueue(reply().tool("glob", { pattern: "*.md" }, { id: "call_glob" }).stop());
+    h.llm.enqueue(reply().text("sent").stop());
+    await (await h.runtime.sessions.send(parent.id, "tell the child")).result;
+    // The child is busy (its model call never answers), so the parent's message waits in its inbox…
+    h.llm.enqueue(hang());
+    void h.runtime.sessions.send(child.id, "work").then((receipt) => receipt.result.catch(() => undefined));
+    await expect.poll(async () => (await h!.runtime.store.getSession(child.id))?.status).toBe("running");
+    const queued = await h.runtime.sessions.send(child.id, "are you there?", { meta: { source: "agent", fromSessionId: parent.id, fromToolCallId: "call_glob" } });
+    expect(queued.delivery).toBe("queued");
+
+    // …when the server restarts: a new process has no span of the parent's call in memory.
+    h.llm.enqueue(reply().text("here").stop());
+    const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: memoryLogger(), store: h.runtime.store, bus: h.runtime.bus, start: false });
+    const done = new Promise<void>((resolve) => h!.runtime.bus.subscribe({ sessionId: child.id, types: ["chat.done"] }, () => resolve()));
+    await restarted.start();
+    await done;
+    await restarted.sessions.shutdown();
+    await restarted.telemetry!.close();
+
+    const spans = await collector.waitFor((all) => named(all, "invoke_agent default").some((t) => t.attributes["veil.session_id"] === child.id && t.attributes["veil.stop_reason"] === "stop"));
+    const glob = named(spans, "execute_tool glob")[0]!;
+    const resumed = named(spans, "invoke_agent default").find((t) => t.attributes["veil.session_id"] === child.id && t.attributes["veil.stop_reason"] === "stop")!;
+    expect(resumed).toMatchObject({ traceId: glob.traceId, parentSpanId: glob.spanId });
   });
 
   it("speaks http/protobuf too (the default protocol)", async () => {

@@ -11,7 +11,7 @@ import { memoryLogger } from "../../../src/base/log.js";
 import { createCustomToolSource, type FolderToolSource } from "../../../src/tools/custom/source.js";
 import { detectSandbox, SANDBOX_SUPPORT_KEY, SandboxProbe } from "../../../src/tools/shared/sandbox/probe.js";
 import type { RegisteredTool } from "../../../src/tools/types.js";
-import { sandboxHarness, SECRETS, type SandboxHarness } from "../../helpers/sandbox.js";
+import { sandboxHarness, sandboxUnavailable, SECRETS, type SandboxHarness } from "../../helpers/sandbox.js";
 import { ensureBuiltRunner } from "./built-runner.js";
 import { writeTool } from "./tool-folders.js";
 
@@ -21,9 +21,11 @@ afterEach(async () => {
   await h?.close();
 });
 
+// A machine without a working bwrap skips these (CI fails, saying why).
+const noSandbox = sandboxUnavailable();
+
 beforeAll(async () => {
-  expect(detectSandbox()).toMatchObject({ available: true, backend: "bubblewrap" });
-  await ensureBuiltRunner();
+  if (!noSandbox) await ensureBuiltRunner();
 });
 
 const leaked = (text: string) => Object.values(SECRETS).filter((secret) => text.includes(secret));
@@ -69,7 +71,7 @@ async function setUp(options: Parameters<typeof sandboxHarness>[0] = {}): Promis
   return new Map((await source.discover(ctx.agent)).map((tool) => [tool.name, tool]));
 }
 
-describe("custom tools in the sandbox", { timeout: 60_000 }, () => {
+describe.skipIf(noSandbox)("custom tools in the sandbox", { timeout: 60_000 }, () => {
   it("write the workspace and writeRoots only, and see none of the runtime's secrets", async () => {
     const tools = await setUp();
     const write = (path: string) => h.call(tools.get("write")!, { path });

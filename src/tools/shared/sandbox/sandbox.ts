@@ -43,11 +43,17 @@ export class Sandbox {
   static async create(spec: SandboxSpec): Promise<Sandbox> {
     const root = spec.privateRoot;
     const privateDir: PrivateDirPaths = { root, tmp: join(root, "tmp"), home: join(root, "home"), empty: join(root, "empty") };
-    await mkdir(privateDir.tmp, { recursive: true, mode: 0o700 });
-    await mkdir(privateDir.home, { recursive: true, mode: 0o700 });
-    if (spec.homeSeed) await cp(spec.homeSeed, privateDir.home, { recursive: true, force: false, errorOnExist: false }).catch(() => undefined);
-    await writeFile(privateDir.empty, "");
-    await chmod(privateDir.empty, 0o444);
+    // Side by side: a shell waits for its folder before it starts.
+    const seedHome = async () => {
+      await mkdir(privateDir.home, { recursive: true, mode: 0o700 });
+      if (spec.homeSeed) await cp(spec.homeSeed, privateDir.home, { recursive: true, force: false, errorOnExist: false }).catch(() => undefined);
+    };
+    const makeEmpty = async () => {
+      await mkdir(root, { recursive: true, mode: 0o700 });
+      await writeFile(privateDir.empty, "");
+      await chmod(privateDir.empty, 0o444);
+    };
+    await Promise.all([mkdir(privateDir.tmp, { recursive: true, mode: 0o700 }), seedHome(), makeEmpty()]);
     const mounts = mountArgs({
       workspace: spec.workspace,
       writeRoots: spec.writeRoots,

@@ -31,24 +31,18 @@ export interface SandboxStatus {
   backend: "bubblewrap" | null;
 }
 
-/** The server-wide status (settings' mode; an agent may only make it stricter). */
-export function sandboxStatus(ctx: Pick<ToolContext, "runtime" | "settings">): SandboxStatus {
+/**
+ * The server-wide status (settings' mode; an agent may only make it stricter). The first
+ * call probes the machine without blocking the event loop (later ones wait for that probe),
+ * and a runtime whose sandbox.mode is "auto" and which cannot make a sandbox logs its one
+ * warning then.
+ */
+export async function sandboxStatus(ctx: Pick<ToolContext, "runtime" | "settings" | "log">): Promise<SandboxStatus> {
   const mode = ctx.settings.sandbox.mode;
   if (mode === "off") return { mode, active: false, backend: null };
-  const support = sandboxProbe(ctx).get();
+  const support = await sandboxProbe(ctx).warm();
+  if (!support.available && mode === "auto") warnUnsandboxed(ctx, support.reason);
   return { mode, active: support.available, backend: support.backend };
-}
-
-/**
- * Probes the machine ahead (a server does so at start), and logs the one warning of a
- * runtime whose sandbox.mode is "auto" and which cannot make a sandbox.
- */
-export async function warmSandbox(ctx: Pick<ToolContext, "runtime" | "settings" | "log">): Promise<SandboxStatus> {
-  if (ctx.settings.sandbox.mode !== "off") {
-    const support = await sandboxProbe(ctx).warm();
-    if (!support.available && ctx.settings.sandbox.mode === "auto") warnUnsandboxed(ctx, support.reason);
-  }
-  return sandboxStatus(ctx);
 }
 
 function warnUnsandboxed(ctx: Pick<ToolContext, "runtime" | "log">, reason: string): void {
