@@ -160,7 +160,7 @@ async function openSession(c: Context<AppEnv>, state: ServerState, target: { age
   if (!target.sessionId) {
     assertMayStart(principal, target.agent);
     // An unknown agent is create()'s AGENT_NOT_FOUND; a known one's model is checked first.
-    if (Object.hasOwn(state.runtime.agents(), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
+    if (Object.hasOwn(state.runtime.agents(target.agent), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
     const created = await sessions.create({ agent: target.agent, origin: "openai", ephemeral: true, title: titleFromMessage(turn), owner_key: ownerFor(principal) });
     owners.remember(created.id, created.owner_key);
     return created;
