@@ -125,7 +125,8 @@ export interface Runtime {
   telemetry: Telemetry | null;
   /** What GET /metrics serves (a serving runtime's; null in one-shot mode). */
   metrics: VeilMetrics | null;
-  agents(): Record<string, AgentConfig>;
+  /** The agents known now; naming one not among them re-reads the agent folders at once. */
+  agents(wanted?: string): Record<string, AgentConfig>;
   /** Background work of a serving runtime, in the order it must happen (idempotent). */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -177,7 +178,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const resources = new Resources();
   const customTools =
     options.customTools ?? combineToolSources([createCustomToolSource({ config, log, resources }), createLazyMcpToolSource({ config, log, clock, resources, env: process.env })]);
-  const agents = agentReader(config, log, options.reloadAgents !== false, onUnknownKey);
+  const agents = agentReader(config, clock, log, options.reloadAgents !== false, onUnknownKey);
   const skills = options.skills ?? createSkillSource({ paths: config.paths, log });
   const instructions = createProjectInstructions(config.paths);
   // Hooks are guardrails: a hook added to (or removed from) settings.json applies from the next call on, no restart.
@@ -318,13 +319,26 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   return runtime;
 }
 
-/** Agents, re-read only when an agent file changed, so sessions see new agents without a restart. */
-function agentReader(config: VeilConfig, log: Logger, reload: boolean, onUnknownKey: UnknownKeyListener): () => Record<string, AgentConfig> {
+/** How long a look at the agent folders stands: edits to known agents are seen within this, ms. */
+export const AGENTS_RECHECK_MS = 1000;
+
+/**
+ * Agents, re-read when an agent file changed, so sessions see edits and new agents without a
+ * restart. The folders are looked at (a stat per agent file) at most once per
+ * AGENTS_RECHECK_MS, since a burst of sessions would otherwise stat every folder for each;
+ * asking for an agent the last look did not find looks again at once, so a new agent is seen
+ * by the very next session.
+ */
+function agentReader(config: VeilConfig, clock: Clock, log: Logger, reload: boolean, onUnknownKey: UnknownKeyListener): (wanted?: string) => Record<string, AgentConfig> {
   let cached = config.agents;
   let stamp = agentsStamp(config.paths);
-  return () => {
+  let lookedAt = clock.monotonic();
+  return (wanted) => {
     if (!reload) return cached;
+    const missing = wanted !== undefined && !Object.hasOwn(cached, wanted);
+    if (!missing && clock.monotonic() - lookedAt < AGENTS_RECHECK_MS) return cached;
     try {
+      lookedAt = clock.monotonic();
       const now = agentsStamp(config.paths);
       if (now !== stamp) {
         cached = loadAgents(config.paths, onUnknownKey);

@@ -11,7 +11,7 @@ import type { SessionManagerDeps } from "./session-types.js";
  * starts) instead of getting a turn that fails.
  */
 export async function checkModelReady(deps: Pick<SessionManagerDeps, "agents" | "config" | "engines">, session: Pick<SessionRow, "agent" | "model">, perCallModel?: string): Promise<string> {
-  const agents = deps.agents();
+  const agents = deps.agents(session.agent);
   const agent = Object.hasOwn(agents, session.agent) ? agents[session.agent] : undefined;
   const key = pickModelKey({ perCall: perCallModel, session: session.model, agent: agent?.model, settings: deps.config.settings });
   await selectEngine(deps.engines, key).checkReady?.(key);

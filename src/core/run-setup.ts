@@ -36,7 +36,8 @@ export interface RunSetupDeps {
   /** Shared services handed to tools (wakeups, remote methods, sessions, selfAddress…). */
   services: ToolServices;
   /** Agents are re-read per session so new agent folders show up without a restart. */
-  agents(): Record<string, AgentConfig>;
+  /** The agents known now; naming one not among them re-reads the agent folders at once. */
+  agents(wanted?: string): Record<string, AgentConfig>;
   /** Skills of an agent (re-read on change). */
   skills?: SkillSource;
   /** The global and project AGENTS.md files (re-read on change). */
@@ -86,7 +87,7 @@ export async function prepareRun(
 ): Promise<PreparedRun> {
   const { config, store, clock, log } = deps;
   const id = session.id;
-  const agent = deps.agents()[session.agent];
+  const agent = deps.agents(session.agent)[session.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `agent "${session.agent}" of session ${id} no longer exists`);
   const modelKey = pickModelKey({ perCall: perCall.model, session: session.model, agent: agent.model, settings: config.settings });
   const model = modelInfo(modelKey, config.models);

@@ -11,7 +11,7 @@ import type { CreateSessionInput, SessionManagerDeps } from "./session-types.js"
  * (`liveHere`: the open sessions this process holds); its SessionStart hook recorded.
  */
 export async function createSession(deps: Omit<SessionManagerDeps, "services">, input: CreateSessionInput, liveHere: number, writerFor: (sessionId: string) => SessionWriter): Promise<SessionRow> {
-  const agents = deps.agents();
+  const agents = deps.agents(input.agent);
   const agent = agents[input.agent];
   if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
   const mode = input.mode ?? "chat";

@@ -50,33 +50,38 @@ async function runsWhere(runtime: Runtime, id: string, test: (runs: any[]) => bo
   }
 }
 
-describe("POST /schedules (real time)", () => {
+describe("POST /schedules (manual clock)", () => {
   it("fires an everySeconds schedule once a second, each run in a new session, and lists the runs", async () => {
-    const { h, server } = await setup();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 250));
+    const { h, server } = await setup({ clock });
     h.llm.respond(() => reply().text("tock").stop());
-    const before = Date.now();
+    const before = clock.now();
     const created = await send(server, "/schedules", "POST", { agent: "default", prompt: "tick", everySeconds: 1 });
     expect(created.status).toBe(201);
     const schedule = created.body;
     expect(schedule).toMatchObject({ agent: "default", prompt: "tick", cron: null, everySeconds: 1, session: "new", enabled: true, running: null });
     expect(schedule.id).toMatch(/^sch_/);
     const firstDue = Date.parse(schedule.nextRunAt);
-    expect(firstDue).toBeGreaterThanOrEqual(before + 1000);
-    expect(firstDue).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(firstDue).toBe(before + 1000);
 
-    await chatDones(h.runtime, 2);
+    for (let i = 0; i < 2; i++) {
+      const done = chatDones(h.runtime, 1);
+      await clock.advance(1000);
+      await done;
+      // The run is over (its end recorded) before the next due time, which would otherwise be skipped.
+      await h.runtime.schedules.idle();
+    }
     const disabled = await send(server, `/schedules/${schedule.id}`, "PATCH", { enabled: false });
     expect(disabled.body).toMatchObject({ id: schedule.id, enabled: false, nextRunAt: null });
     await h.runtime.schedules.idle();
 
     const { body } = await send(server, `/schedules/${schedule.id}/runs`, "GET");
     const runs = body.runs as { at: string; sessionId: string; status: string }[];
-    expect(runs.length).toBeGreaterThanOrEqual(2);
-    expect(runs.every((r) => r.status === "ok")).toBe(true);
     // Newest first, on the one-second grid from the first due time, one session each.
-    const times = runs.map((r) => Date.parse(r.at));
-    expect(times.at(-1)).toBe(firstDue);
-    for (let i = 0; i + 1 < times.length; i++) expect(times[i]! - times[i + 1]!).toBe(1000);
+    expect(runs.map((r) => [r.at, r.status])).toEqual([
+      [new Date(firstDue + 1000).toISOString(), "ok"],
+      [new Date(firstDue).toISOString(), "ok"],
+    ]);
     expect(new Set(runs.map((r) => r.sessionId)).size).toBe(runs.length);
     expect(h.llm.completionRequests).toHaveLength(runs.length);
     for (const run of runs) {
@@ -86,6 +91,9 @@ describe("POST /schedules (real time)", () => {
     }
     // A scheduled run's session is let go of when its run ends: it holds no live slot.
     expect(h.runtime.sessions.isRunning(runs[0]!.sessionId)).toBe(false);
+    // Disabled, it fires no more.
+    await clock.advance(3000);
+    expect(h.llm.completionRequests).toHaveLength(2);
 
     const listed = await send(server, "/schedules", "GET");
     expect(listed.body.schedules.map((s: { id: string }) => s.id)).toEqual([schedule.id]);
@@ -96,19 +104,22 @@ describe("POST /schedules (real time)", () => {
   });
 
   it("records a due time as skipped while the previous run still goes", async () => {
-    const { h, server } = await setup();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const { h, server } = await setup({ clock });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     h.llm.respond((request) => (h!.llm.completionRequests.indexOf(request) === 0 ? reply().waitFor(held).text("slow").stop() : reply().text("quick").stop()));
     const { body: schedule } = await send(server, "/schedules", "POST", { agent: "default", prompt: "work", everySeconds: 1 });
+    await clock.advance(1000);
+    await h.llm.waitForRequests(1);
+    await clock.advance(1000);
+    await clock.advance(1000);
     const whileHeld = await runsWhere(h.runtime, schedule.id, (runs) => runs.filter((r) => r.status === "skipped").length >= 2);
     expect(h.llm.completionRequests).toHaveLength(1);
     const running = (await send(server, `/schedules/${schedule.id}`, "GET")).body.running;
     expect(running).toEqual({ at: new Date(Date.parse(schedule.nextRunAt)).toISOString(), sessionId: expect.stringMatching(/^sess_/) });
-    for (const skipped of whileHeld) {
-      expect(skipped).toMatchObject({ status: "skipped", sessionId: null, error: expect.stringContaining("still going") });
-      expect(Date.parse(skipped.at)).toBeGreaterThan(Date.parse(schedule.nextRunAt));
-    }
+    expect(whileHeld.map((r) => r.at)).toEqual([2000, 1000].map((ms) => new Date(Date.parse(schedule.nextRunAt) + ms).toISOString()));
+    for (const skipped of whileHeld) expect(skipped).toMatchObject({ status: "skipped", sessionId: null, error: expect.stringContaining("still going") });
     release();
     const after = await runsWhere(h.runtime, schedule.id, (runs) => runs.some((r) => r.status === "ok" && r.sessionId === running.sessionId));
     await send(server, `/schedules/${schedule.id}`, "PATCH", { enabled: false });
@@ -119,28 +130,39 @@ describe("POST /schedules (real time)", () => {
   });
 
   it("sends every run into the schedule's own session when one is named", async () => {
-    const { h, server } = await setup();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const { h, server } = await setup({ clock });
     h.llm.respond(() => reply().text("noted").stop());
     const { body: session } = await send(server, "/sessions", "POST", { agent: "default" });
     const { body: schedule } = await send(server, "/schedules", "POST", { agent: "default", prompt: "status?", everySeconds: 1, session: session.id });
     expect(schedule.session).toBe(session.id);
-    await chatDones(h.runtime, 2);
+    for (let i = 0; i < 2; i++) {
+      const done = chatDones(h.runtime, 1);
+      await clock.advance(1000);
+      await done;
+      // The run is over (its end recorded) before the next due time, which would otherwise be skipped.
+      await h.runtime.schedules.idle();
+    }
     await send(server, `/schedules/${schedule.id}`, "PATCH", { enabled: false });
     await h.runtime.schedules.idle();
     const runs = (await send(server, `/schedules/${schedule.id}/runs`, "GET")).body.runs;
+    expect(runs).toHaveLength(2);
     expect(runs.every((r: { sessionId: string; status: string }) => r.sessionId === session.id && r.status === "ok")).toBe(true);
     const users = (await h.runtime.store.listMessages(session.id)).filter((m) => m.role === "user");
-    expect(users.map((m) => m.content)).toEqual(runs.map(() => "status?"));
+    expect(users.map((m) => m.content)).toEqual(["status?", "status?"]);
   });
 
   it("stops a schedule whose session was closed, recording that run as an error", async () => {
-    const { h, server } = await setup();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const { h, server } = await setup({ clock });
     h.llm.respond(() => reply().text("ok").stop());
     const { body: session } = await send(server, "/sessions", "POST", { agent: "default" });
     const { body: schedule } = await send(server, "/schedules", "POST", { agent: "default", prompt: "ping", everySeconds: 1, session: session.id });
     await send(server, `/sessions/${session.id}`, "DELETE");
+    await clock.advance(1000);
     const runs = await runsWhere(h.runtime, schedule.id, (all) => all.length > 0);
     expect(runs[0]).toMatchObject({ status: "error", sessionId: session.id, error: expect.stringMatching(/^SESSION_CLOSED: /) });
+    await h.runtime.schedules.idle();
     expect((await send(server, `/schedules/${schedule.id}`, "GET")).body).toMatchObject({ enabled: false, nextRunAt: null });
     expect(h.llm.completionRequests).toHaveLength(0);
   });
@@ -148,13 +170,15 @@ describe("POST /schedules (real time)", () => {
 
 describe("scheduled runs' cost", () => {
   it("starts no shell ahead of a scheduled run's first bash call, where a chat's run starts one", async () => {
-    const { h } = await setup();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const { h } = await setup({ clock });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     h.llm.respond(() => reply().waitFor(held).text("done").stop());
     const chatted = await h.runtime.sessions.create({ agent: "default" });
     const chat = await h.runtime.sessions.send(chatted.id, "a chat");
     const schedule = await h.runtime.schedules.create({ agent: "default", prompt: "scheduled", everySeconds: 1 });
+    await clock.advance(1000);
     await h.llm.waitForRequests(2);
     const scheduled = (await h.runtime.schedules.get(schedule.id)).running!.sessionId!;
     // Both model requests are out and held: the chat's warm-up has started its shell.
@@ -169,12 +193,14 @@ describe("scheduled runs' cost", () => {
 
 describe("schedules.maxConcurrentRuns", () => {
   it("takes due times at once but runs at most that many at a time; the rest wait for a place, not skipped", async () => {
-    const { h } = await setup({ settings: { schedules: { maxConcurrentRuns: 1 } } });
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const { h } = await setup({ clock, settings: { schedules: { maxConcurrentRuns: 1 } } });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     h.llm.respond((request) => (h!.llm.completionRequests.indexOf(request) === 0 ? reply().waitFor(held).text("first").stop() : reply().text("later").stop()));
     const a = await h.runtime.schedules.create({ agent: "default", prompt: "a", everySeconds: 1 });
     const b = await h.runtime.schedules.create({ agent: "default", prompt: "b", everySeconds: 1 });
+    await clock.advance(1000);
     await h.llm.waitForRequests(1);
     await h.runtime.schedules.whenRunsWaiting(1);
     // Both due times are taken; one runs, the other waits for the place (no session yet).
@@ -184,6 +210,8 @@ describe("schedules.maxConcurrentRuns", () => {
     expect(h.llm.completionRequests).toHaveLength(1);
     await h.runtime.schedules.setEnabled(a.id, false);
     await h.runtime.schedules.setEnabled(b.id, false);
+    // The wait for the place takes time, so the second run's start is seen to come after its taking.
+    await clock.advance(10);
     release();
     await h.runtime.schedules.idle();
     const runs = [...(await h.runtime.schedules.runs(a.id)), ...(await h.runtime.schedules.runs(b.id))];
@@ -247,53 +275,66 @@ describe("POST /schedules validation", () => {
   });
 });
 
-describe("schedules over a restart (real time)", () => {
+describe("schedules over a restart (manual clock)", () => {
   it("fires the due times missed while no runtime ran once at the next start, then goes on on the grid", async () => {
-    h = await createRuntimeHarness();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 250));
+    h = await createRuntimeHarness({ clock });
     h.llm.respond(() => reply().text("done").stop());
     const schedule = await h.runtime.schedules.create({ agent: "default", prompt: "catch up", everySeconds: 1 });
+    const missedDue = Date.parse(schedule.nextRunAt!);
     await h.runtime.close();
-    const stoppedAt = Date.now();
     // Three due times pass with nothing running.
-    await new Promise((resolve) => setTimeout(resolve, 3200));
+    await clock.advance(3200);
+    expect(clock.now()).toBeGreaterThan(missedDue + 2000);
     expect(h.llm.completionRequests).toHaveLength(0);
 
-    const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: h.log });
+    const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: h.log, clock });
     extra.push(restarted);
-    const startedAt = Date.now();
-    await chatDones(restarted, 2);
+    const startedAt = clock.now();
+    // Everything missed fires once, shortly after the start (the start-up delay).
+    let done = chatDones(restarted, 1);
+    await clock.advance(500);
+    await done;
+    const caughtUp = await restarted.schedules.get(schedule.id);
+    const next = Date.parse(caughtUp.nextRunAt!);
+    // The next due time is the first on the grid after the catch-up, not one of those missed.
+    expect(next).toBeGreaterThan(startedAt + 500 - 1000);
+    expect(next).toBeLessThanOrEqual(startedAt + 500 + 1000);
+    expect((next - missedDue) % 1000).toBe(0);
+    done = chatDones(restarted, 1);
+    await clock.advance(next - clock.now());
+    await done;
     await restarted.schedules.setEnabled(schedule.id, false);
     await restarted.schedules.idle();
     const runs = (await restarted.schedules.runs(schedule.id)).reverse();
-    const missedDue = Date.parse(schedule.nextRunAt!);
-    expect(missedDue).toBeLessThan(stoppedAt + 1000);
-    // One run for everything missed, at the first missed due time; the rest are after the start, one second apart.
-    expect(runs[0]).toMatchObject({ at: new Date(missedDue).toISOString(), status: "ok" });
-    const later = runs.slice(1).map((r) => Date.parse(r.at));
-    expect(later.length).toBeGreaterThanOrEqual(1);
-    expect(later[0]!).toBeGreaterThan(startedAt - 1000);
-    for (const at of later) expect((at - missedDue) % 1000).toBe(0);
-    expect(runs.filter((r) => Date.parse(r.at) < startedAt - 1000)).toHaveLength(1);
-    expect(h.llm.completionRequests).toHaveLength(runs.length);
+    expect(runs.map((r) => [r.at, r.status])).toEqual([
+      [new Date(missedDue).toISOString(), "ok"],
+      [new Date(next).toISOString(), "ok"],
+    ]);
+    expect(h.llm.completionRequests).toHaveLength(2);
   });
 
   it("records a run cut by a stop as an error, and runs again after the start", async () => {
-    h = await createRuntimeHarness();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    h = await createRuntimeHarness({ clock });
     h.llm.respond((request) => (h!.llm.completionRequests.indexOf(request) === 0 ? reply().waitFor(new Promise(() => undefined)).stop() : reply().text("fine").stop()));
     const schedule = await h.runtime.schedules.create({ agent: "default", prompt: "long", everySeconds: 1 });
+    await clock.advance(1000);
     await h.llm.waitForRequests(1);
     const cut = (await h.runtime.schedules.get(schedule.id)).running!;
     expect(cut.sessionId).toMatch(/^sess_/);
     await h.runtime.close();
 
-    const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: h.log });
+    const restarted = await createRuntime({ workspace: h.ws.root, env: h.env, log: h.log, clock });
     extra.push(restarted);
-    await chatDones(restarted, 1);
+    const done = chatDones(restarted, 1);
+    await clock.advance(1000);
+    await done;
     await restarted.schedules.setEnabled(schedule.id, false);
     await restarted.schedules.idle();
     const runs = (await restarted.schedules.runs(schedule.id)).reverse();
     expect(runs[0]).toMatchObject({ at: cut.at, sessionId: cut.sessionId, status: "error", error: expect.stringMatching(/^CANCELLED: /) });
-    expect(runs.slice(1).some((r) => r.status === "ok")).toBe(true);
+    expect(runs.slice(1).map((r) => r.status)).toEqual(["ok"]);
   });
 
   it("ends the run mark a killed process left as an INTERRUPTED error at the next start", async () => {

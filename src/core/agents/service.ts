@@ -26,7 +26,8 @@ export interface MultiAgentDeps {
   ids: IdGenerator;
   log: Logger;
   settings: Settings;
-  agents(): Record<string, AgentConfig>;
+  /** The agents known now; naming one not among them re-reads the agent folders at once. */
+  agents(wanted?: string): Record<string, AgentConfig>;
   /** Several nodes: see DeliveryDeps.ranElsewhere. */
   ranElsewhere?: (result: RunResult) => boolean;
 }
@@ -43,8 +44,8 @@ export class MultiAgentService {
     this.delivery = new AgentDelivery({ sessions: deps.sessions, store: deps.store, clock: deps.clock, ids: deps.ids, log: deps.log, ranElsewhere: deps.ranElsewhere });
   }
 
-  agents(): Record<string, AgentConfig> {
-    return this.deps.agents();
+  agents(wanted?: string): Record<string, AgentConfig> {
+    return this.deps.agents(wanted);
   }
 
   async session(id: string): Promise<SessionRow> {

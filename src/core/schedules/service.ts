@@ -16,7 +16,8 @@ export type ScheduleScope = string | undefined;
 
 export interface ScheduleServiceDeps extends Omit<ScheduleRunnerDeps, "disable"> {
   ids: IdGenerator;
-  agents(): Record<string, AgentConfig>;
+  /** The agents known now; naming one not among them re-reads the agent folders at once. */
+  agents(wanted?: string): Record<string, AgentConfig>;
   /** How often the stored schedules are read again (others' changes: another node, the CLI), ms. default: 5000 */
   resyncMs?: number;
   /** Delay before a due time missed while no node ran fires, ms. default: 500 */
@@ -56,7 +57,7 @@ export class ScheduleService implements Disposable {
   /** A schedule made by key `owner` (null: the server secret); it may only target that key's own session. */
   async create(input: CreateSchedule, owner: string | null = null): Promise<Schedule> {
     const { store, clock, ids } = this.deps;
-    const agents = this.deps.agents();
+    const agents = this.deps.agents(input.agent);
     if (!Object.hasOwn(agents, input.agent)) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known: ${Object.keys(agents).join(", ")})`);
     if (input.prompt.trim() === "") throw new VeilError("VALIDATION_ERROR", '"prompt" must not be empty');
     const timing = checkTiming(input);

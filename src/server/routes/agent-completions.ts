@@ -12,7 +12,7 @@ import { AGENT_MODEL_PREFIX } from "./models.js";
 import { compileOutputSchema, type OutputSchema } from "../../engines/output-schema.js";
 import { checkChatMessage } from "./sessions.js";
 import { titleFromMessage } from "../../core/session-title.js";
-import { assertMayStart, assertOwns } from "../access.js";
+import { assertMayStart, assertOwns, streamEndsWithKey } from "../access.js";
 import { ownerFor } from "../../core/access/principal.js";
 import { traceparentOf } from "../trace-context.js";
 
@@ -82,6 +82,9 @@ export async function agentCompletion(
   }
   let result: RunResult | undefined;
   receipt.result.then((r) => ((result = r), wake()), () => wake());
+  // A key's stream ends once the key stops working (its run goes on, like a chat's stream).
+  let lost: string | undefined;
+  const unwatch = streamEndsWithKey(state, c.get("principal"))?.((why) => ((lost = why), wake())) ?? (() => {});
   c.header("content-type", "text/event-stream; charset=utf-8");
   c.header("cache-control", "no-cache");
   return honoStream(c, async (out) => {
@@ -89,7 +92,8 @@ export async function agentCompletion(
     const write = (line: string) => out.write(line);
     try {
       for (;;) {
-        for (let event = queue.shift(); event; event = queue.shift()) for (const line of eventLines(event, encoder)) await write(line);
+        for (let event = queue.shift(); event && !lost; event = queue.shift()) for (const line of eventLines(event, encoder)) await write(line);
+        if (lost) return void (await write(`: ${lost}\n\n`));
         if (result) break;
         await new Promise<void>((resolve) => (wake = resolve));
       }
@@ -101,6 +105,7 @@ export async function agentCompletion(
       await write("data: [DONE]\n\n");
     } finally {
       unsubscribe();
+      unwatch();
     }
   });
 }
@@ -160,7 +165,7 @@ async function openSession(c: Context<AppEnv>, state: ServerState, target: { age
   if (!target.sessionId) {
     assertMayStart(principal, target.agent);
     // An unknown agent is create()'s AGENT_NOT_FOUND; a known one's model is checked first.
-    if (Object.hasOwn(state.runtime.agents(), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
+    if (Object.hasOwn(state.runtime.agents(target.agent), target.agent)) await sessions.checkModelReady({ agent: target.agent, model: null });
     const created = await sessions.create({ agent: target.agent, origin: "openai", ephemeral: true, title: titleFromMessage(turn), owner_key: ownerFor(principal) });
     owners.remember(created.id, created.owner_key);
     return created;

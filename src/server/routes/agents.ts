@@ -25,13 +25,13 @@ export function agentRoutes(app: Hono<AppEnv>, state: ServerState): void {
   app.get("/agents", (c) => c.json(Object.values(runtime.agents()).map(publicAgent)));
 
   app.get("/agents/:name", (c) => {
-    const agent = ownEntry(runtime.agents(), c.req.param("name"));
+    const agent = ownEntry(runtime.agents(c.req.param("name")), c.req.param("name"));
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${c.req.param("name")}"`);
     return c.json(publicAgent(agent));
   });
 
   const agentNamed = (name = "default"): AgentConfig => {
-    const agent = ownEntry(runtime.agents(), name);
+    const agent = ownEntry(runtime.agents(name), name);
     if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}"`);
     return agent;
   };

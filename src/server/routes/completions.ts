@@ -11,7 +11,7 @@ import type { LlmError, StreamEvent } from "../../llm/types.js";
 import { jsonBody } from "../body.js";
 import type { AppEnv, ServerState } from "../context.js";
 import { agentCompletion, parseAgentModel } from "./agent-completions.js";
-import { assertBudgetLeft } from "../access.js";
+import { assertBudgetLeft, streamEndsWithKey } from "../access.js";
 
 export const CompletionBody = Type.Object(
   {
@@ -58,12 +58,14 @@ export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       throw new VeilError("FORBIDDEN", `key "${principal.id}" has a budget, and a proxied completion is not metered against it: ask an agent instead ("model": "agent/<name>")`);
     }
     const modelKey = proxiedModelKey(state, body.model);
+    // A key's streamed answer ends once the key stops working: the provider call is cut.
+    const keyLost = new AbortController();
     const events = runtime.llm.stream({
       modelKey,
       // The provider is sent the client's own body (messages included) instead.
       messages: [],
       wireBody: body,
-      signal: c.req.raw.signal,
+      signal: AbortSignal.any([c.req.raw.signal, keyLost.signal]),
     })[Symbol.asyncIterator]();
     const meta = { id: `chatcmpl-${runtime.ids.next("cmpl").slice(5)}`, model: modelKey, created: Math.floor(runtime.clock.now() / 1000) };
 
@@ -79,16 +81,23 @@ export function completionRoutes(app: Hono<AppEnv>, state: ServerState): void {
       if (last?.type === "error") return errorAnswer(c, last.error);
       c.header("content-type", "text/event-stream; charset=utf-8");
       c.header("cache-control", "no-cache");
+      let lost: string | undefined;
+      const unwatch = streamEndsWithKey(state, principal)?.((why) => ((lost = why), keyLost.abort())) ?? (() => {});
       return honoStream(c, async (out) => {
         const encoder = createChunkEncoder(meta);
         const write = async (event: StreamEvent) => {
+          if (lost) return;
           // An error after output ends the stream in a chunk, under the code a plain call would answer with.
           const reported = event.type === "error" ? { ...event, error: { ...event.error, code: reportedError(event.error).code as LlmError["code"] } } : event;
           for (const chunk of encoder.encode(reported)) await out.write(`data: ${JSON.stringify(chunk)}\n\n`);
         };
-        for (const event of head) await write(event);
-        for (let next = await events.next(); !next.done; next = await events.next()) await write(next.value);
-        await out.write("data: [DONE]\n\n");
+        try {
+          for (const event of head) await write(event);
+          for (let next = await events.next(); !next.done && !lost; next = await events.next()) await write(next.value);
+          await out.write(lost ? `: ${lost}\n\n` : "data: [DONE]\n\n");
+        } finally {
+          unwatch();
+        }
       });
     }
 

@@ -49,7 +49,7 @@ export const agentSpawn = defineTool({
     refuseLegacyKeys(input as Record<string, unknown>);
     const service = multiAgent(ctx);
     const { store, settings } = service.deps;
-    const agent = ownEntry(service.agents(), input.agent);
+    const agent = ownEntry(service.agents(input.agent), input.agent);
     if (!agent) {
       throw new ToolError("AGENT_NOT_FOUND", `no agent named "${input.agent}" (known agents: ${Object.keys(service.agents()).sort().join(", ")})`);
     }
