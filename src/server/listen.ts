@@ -1,4 +1,5 @@
 import { serve, type ServerType } from "@hono/node-server";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { VeilError } from "../errors.js";
 import type { Runtime } from "../runtime.js";
@@ -7,6 +8,7 @@ import { allowedHosts } from "./auth.js";
 import type { ServerState } from "./context.js";
 import { useSpawnHelper } from "../tools/shared/shell/spawn-helper.js";
 import { watchLoopDelay } from "./loop-delay.js";
+import { closeIdleConnectionsAfterReading } from "./keep-alive.js";
 
 export interface StartedServer {
   url: string;
@@ -28,6 +30,7 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
     const s = serve({ fetch: app.fetch, hostname: host, port: requestedPort }, () => resolve(s));
     s.once("error", (error) => reject(listenError(error as NodeJS.ErrnoException, host, requestedPort)));
   });
+  closeIdleConnectionsAfterReading(server as Server);
   const port = (server.address() as AddressInfo).port;
   // Bound to every interface, clients name the machine however they reach it; the bearer
   // secret still guards every route, and Origin must be same-origin.
