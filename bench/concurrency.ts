@@ -7,6 +7,8 @@ const TOOL_STEPS = Number(process.env.VEIL_BENCH_TOOL_STEPS ?? 3);
 const TEXT_CHUNKS = 5;
 const IDLE_PROBE_MS = 2000;
 const PROBE_PAUSE_MS = 10;
+/** What the scripted model's streamed deltas add up to. */
+const ANSWER = Array.from({ length: TEXT_CHUNKS }, (_, i) => `word${i} `).join("");
 
 /**
  * SESSIONS sessions each start one turn at the same moment on one `veil serve`, while another
@@ -44,13 +46,17 @@ export async function run(): Promise<BenchResult[]> {
     const helper0 = server.helperCpuSeconds();
     const t0 = performance.now();
     const busyFrom = nowUs();
-    const turns = await Promise.all(ids.map((id, i) => timedTurn(server, id, `go ${i}`)));
+    // A failed turn is counted and shown, not the end of the run: how many were right is the figure.
+    const settled = await Promise.allSettled(ids.map((id, i) => timedTurn(server, id, `go ${i}`, ANSWER)));
+    const turns = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+    const turnErrors = settled.flatMap((s) => (s.status === "rejected" ? [(s.reason as Error).message] : []));
     busyWindow = [busyFrom, nowUs()];
     const wallMs = performance.now() - t0;
     const cpuSeconds = server.cpuSeconds() - cpu0;
     const waitSeconds = server.cpuWaitSeconds() - wait0;
     const helperSeconds = server.helperCpuSeconds() - helper0;
-    const busyProbes = (await busy.stop()).probes;
+    const busyReport = await busy.stop();
+    const busyProbes = busyReport.probes;
 
     const probeResult = (key: (typeof probeKeys)[number], name: string) =>
       withBaseline({
@@ -59,9 +65,16 @@ export async function run(): Promise<BenchResult[]> {
         unit: "ms",
         baseline: { name: "all sessions idle", value: percentile(idleProbes[key] ?? [], 99) },
         target: "≤ 100 ms",
-        note: `${busyProbes[key]?.length ?? 0} probes, p50 ${median(busyProbes[key] ?? []).toFixed(1)} ms`,
+        note: `${busyProbes[key]?.length ?? 0} probes, p50 ${median(busyProbes[key] ?? []).toFixed(1)} ms${busyReport.probeErrors[key]?.length ? `; ${failedNote(busyReport.probeErrors[key])}` : ""}`,
       });
     results.push(
+      {
+        name: `turns answered right of ${SESSIONS} at once`,
+        value: turns.length,
+        unit: "turns",
+        target: `= ${SESSIONS}`,
+        note: turnErrors.length ? failedNote(turnErrors) : "none failed",
+      },
       probeResult("/health", `/health p99 while ${SESSIONS} sessions run a turn at once (${TOOL_STEPS} tool calls each)`),
       probeResult("/sessions/:id", `GET /sessions/:id p99 while ${SESSIONS} sessions run`),
       probeResult("/health (new connection)", `/health p99 on a new connection each time while ${SESSIONS} sessions run`),
@@ -98,4 +111,10 @@ export async function run(): Promise<BenchResult[]> {
     });
   }
   return results;
+}
+
+/** How many failed and their distinct errors, the first few. */
+function failedNote(errors: string[]): string {
+  const distinct = [...new Set(errors.map((e) => e.split("; stderr:")[0]!))].slice(0, 3);
+  return `${errors.length} failed: ${distinct.join(" | ")}`;
 }

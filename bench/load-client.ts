@@ -20,6 +20,8 @@ export type LoadCommand =
 export interface LoadReport {
   readers: { connected: number; bytes: number[]; frames: number[]; ended: number };
   probes: Record<string, number[]>;
+  /** Probes that got no 200 answer (a reset connection, an error status), by probe key: their errors. */
+  probeErrors: Record<string, string[]>;
 }
 
 interface Reader {
@@ -32,6 +34,7 @@ interface Reader {
 
 const readers: Reader[] = [];
 const probes: Record<string, number[]> = {};
+const probeErrors: Record<string, string[]> = {};
 let probing = false;
 let probeLoop: Promise<void> = Promise.resolve();
 
@@ -78,6 +81,9 @@ async function get(url: string, secret: string, path: string, fresh: boolean): P
       });
       res.resume();
       res.once("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`GET ${path}: HTTP ${res.statusCode}`))));
+      // A connection reset mid-answer ends the response without an "end".
+      res.once("error", reject);
+      res.once("close", () => (res.complete ? undefined : reject(new Error(`GET ${path}: connection closed mid-answer`))));
     });
     req.on("error", reject);
     if (fresh) req.on("socket", (socket) => socket.once("connect", () => (connected = performance.now())));
@@ -92,7 +98,11 @@ async function probe(url: string, secret: string, paths: string[], pauseMs: numb
     const fresh = entry.startsWith("new:");
     const path = fresh ? entry.slice(4) : entry;
     const key = `${path.replace(/\/sess_[^/]+/, "/:id")}${fresh ? " (new connection)" : ""}`;
-    (probes[key] ??= []).push(await get(url, secret, path, fresh));
+    // A failed probe is a figure too (the server dropped it), never the end of this process.
+    await get(url, secret, path, fresh).then(
+      (ms) => (probes[key] ??= []).push(ms),
+      (error: Error) => (probeErrors[key] ??= []).push(`${error.message}${(error as NodeJS.ErrnoException).code ? ` (${(error as NodeJS.ErrnoException).code})` : ""}`),
+    );
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
@@ -131,6 +141,7 @@ process.on("message", (message: LoadCommand) => {
         const report: LoadReport = {
           readers: { connected: readers.filter((r) => r.res).length, bytes: readers.map((r) => r.bytes), frames: readers.map((r) => r.frames), ended: readers.filter((r) => r.ended).length },
           probes,
+          probeErrors,
         };
         for (const r of readers) r.req.destroy();
         keptAlive.destroy();

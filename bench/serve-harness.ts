@@ -262,12 +262,13 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-/** One non-streaming turn over HTTP; resolves with its wall time in ms. */
-export async function timedTurn(server: BenchServer, sessionId: string, message: string): Promise<number> {
+/** One non-streaming turn over HTTP; resolves with its wall time in ms. With `answer`, the reply's content must be it. */
+export async function timedTurn(server: BenchServer, sessionId: string, message: string, answer?: string): Promise<number> {
   const t0 = performance.now();
   const res = await server.fetch(`/sessions/${sessionId}/chat`, { method: "POST", body: JSON.stringify({ message }) });
-  const body = (await res.json()) as { error?: { message: string } };
+  const body = (await res.json()) as { content?: string; error?: { message: string } };
   if (!res.ok) throw new Error(`turn failed: HTTP ${res.status} ${body.error?.message ?? ""}`);
+  if (answer !== undefined && body.content?.trim() !== answer.trim()) throw new Error(`turn answered ${JSON.stringify(body.content)}, not ${JSON.stringify(answer)}`);
   return performance.now() - t0;
 }
 

@@ -1,4 +1,5 @@
 import { serve, type ServerType } from "@hono/node-server";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { VeilError } from "../errors.js";
 import type { Runtime } from "../runtime.js";
@@ -7,6 +8,7 @@ import { allowedHosts } from "./auth.js";
 import type { ServerState } from "./context.js";
 import { useSpawnHelper } from "../tools/shared/shell/spawn-helper.js";
 import { watchLoopDelay } from "./loop-delay.js";
+import { closeIdleConnectionsAfterReading } from "./keep-alive.js";
 
 export interface StartedServer {
   url: string;
@@ -29,6 +31,7 @@ export async function startServer(options: { runtime: Runtime; secret: string; h
   // Many sessions' shells: started by a small helper process, so this big one never forks. Forked
   // once the port is bound (forking blocks this process for a moment; /health need not wait for it).
   useSpawnHelper();
+  closeIdleConnectionsAfterReading(server as Server);
   const port = (server.address() as AddressInfo).port;
   // Bound to every interface, clients name the machine however they reach it; the bearer
   // secret still guards every route, and Origin must be same-origin.
