@@ -3,7 +3,7 @@ import { VeilError } from "../errors.js";
 import type { RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { ControlAction, ControlArgs } from "../store/cluster.js";
-import type { SessionRow, SessionStatus } from "../store/store.js";
+import type { InboxItem, SessionRow, SessionStatus } from "../store/store.js";
 import { toUserMessage, type ChatContent } from "./chat-content.js";
 import { runOptionsOf, withRunOptions } from "./inbox-run-options.js";
 import type { RunObserver } from "./recorder.js";
@@ -382,10 +382,7 @@ export class SessionManager {
     // A row queued from elsewhere: a run here reads it at its next boundary.
     this.live.get(id)?.inbox.changed();
     if (this.stopping || this.live.get(id)?.run) return;
-    const session = await this.deps.store.getSession(id);
-    if (session?.status !== "idle" || this.live.get(id)?.run) return;
-    const inbox = await this.deps.store.listInbox(id);
-    if (inbox.length > 0 && !this.live.get(id)?.run && !this.stopping) this.startRun(id, runOptionsOf(inbox[0]!));
+    await this.startIfQueued(id, (first) => runOptionsOf(first));
   }
 
   /**
@@ -461,14 +458,19 @@ export class SessionManager {
     // A session another node holds now is run there.
     if (!this.placement.holds(id)) return;
     try {
-      const session = await this.deps.store.getSession(id);
-      if (session?.status !== "idle") return;
-      const inbox = await this.deps.store.listInbox(id);
-      if (inbox.length > 0 && !live.run && !this.stopping) this.startRun(id, {});
+      await this.startIfQueued(id, () => ({}));
     } catch (error) {
       // The runtime may be closing its store meanwhile: the queued message stays durable for the next start.
       this.deps.log.warn("could not check for queued messages after a run", { sessionId: id, error: String(error) });
     }
+  }
+
+  /** Starts a run when the session is idle with messages waiting and nothing started one meanwhile. */
+  private async startIfQueued(id: string, optionsOf: (first: InboxItem) => SendOptions): Promise<void> {
+    const session = await this.deps.store.getSession(id);
+    if (session?.status !== "idle" || this.live.get(id)?.run) return;
+    const inbox = await this.deps.store.listInbox(id);
+    if (inbox.length > 0 && !this.live.get(id)?.run && !this.stopping) this.startRun(id, optionsOf(inbox[0]!));
   }
 
   /** What a run started here may use of this manager (core/run.ts). */
