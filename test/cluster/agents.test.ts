@@ -9,8 +9,10 @@ type Sent = { role: string; content: string | null; tool_calls?: { function: { n
 
 /**
  * P (the caller) says "sync <id>", "async <id>" or "async2 <id>" (two async messages at once) and calls agent_message; T answers "ping" with
- * "pong", and "ping-async" after a sleep of `sleepSeconds` with "pong-async"; P says what its
- * tool returned, and "P saw the reply" when T's reply arrives as a new user message.
+ * "pong", "ping-async" after a sleep of `sleepSeconds` with "pong-async", and each "ping-async2"
+ * after a sleep of 2 s with "pong-async" (so the second of the pair always arrives while T's run
+ * is on, however slow the hop between nodes); P says what its tool returned, and "P saw the
+ * reply" when T's reply arrives as a new user message.
  */
 function script(llm: FakeLlm, sleepSeconds: number): void {
   llm.respond((req) => {
@@ -23,12 +25,13 @@ function script(llm: FakeLlm, sleepSeconds: number): void {
     }
     const [verb, target] = text.split(" ");
     if (verb === "async2") {
-      const send = { sessionId: target, message: "ping-async", async_inform: true };
+      const send = { sessionId: target, message: "ping-async2", async_inform: true };
       return reply().tool("agent_message", send).tool("agent_message", send).stop();
     }
     if (verb === "sync" || verb === "async") return reply().tool("agent_message", { sessionId: target, message: verb === "sync" ? "ping" : "ping-async", async_inform: verb === "async" }).stop();
     if (text.endsWith("]: ping")) return reply().text("pong").stop();
     if (text.endsWith("]: ping-async")) return reply().tool("sleep", { seconds: sleepSeconds }).stop();
+    if (text.endsWith("]: ping-async2")) return reply().tool("sleep", { seconds: 2 }).stop();
     if (text.includes("]: pong-async")) return reply().text("P saw the reply").stop();
     return reply().text("here").stop();
   });

@@ -48,9 +48,24 @@ export async function summarizeTranscript(options: {
   });
   for await (const event of stream) {
     if (event.type === "done") return { text: event.message.content?.trim() || "(the summarizer returned no text)", usage: event.usage };
-    if (event.type === "error") throw new VeilError("LLM_ERROR", `get-summary failed on model "${options.modelKey}": ${event.error.message}`);
+    if (event.type === "error") {
+      throwIfStopped(options.signal);
+      throw new VeilError("LLM_ERROR", `get-summary failed on model "${options.modelKey}": ${event.error.message}`);
+    }
   }
+  throwIfStopped(options.signal);
   throw new VeilError("LLM_ERROR", `get-summary: the model stream of "${options.modelKey}" ended without a result`);
+}
+
+/**
+ * A call cut short by its run's stop (a cancel, or a lost lease) reports why the run stopped,
+ * not a model failure: the caller must see LEASE_LOST or CANCELLED, which it acts on differently.
+ */
+function throwIfStopped(signal: AbortSignal): void {
+  if (!signal.aborted) return;
+  const reason: unknown = signal.reason;
+  if (reason instanceof VeilError) throw reason;
+  throw new VeilError("CANCELLED", "get-summary was cancelled before the model answered");
 }
 
 function renderTranscript(rows: readonly MessageRow[]): string {
