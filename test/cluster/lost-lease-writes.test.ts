@@ -13,10 +13,13 @@ import { defineTool } from "../../src/tools/define.js";
 import { scheduleWakeup } from "../../src/tools/builtin/schedule-wakeup.js";
 import type { ToolContext } from "../../src/tools/types.js";
 import { agentControl } from "../../src/core/agents/tools/agent-control.js";
+import { agentMessage } from "../../src/core/agents/tools/agent-message.js";
+import { agentSpawn } from "../../src/core/agents/tools/agent-spawn.js";
 import { recordContact } from "../../src/core/agents/counters.js";
-import { reply } from "../helpers/fake-llm.js";
+import { httpError, reply } from "../helpers/fake-llm.js";
 import { emptyDatabase, postgresUnavailable, startPostgres, withClient, type PostgresCluster } from "../helpers/postgres.js";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
+import { createAgentsHarness, deferred as deferredOf, tag } from "../core/agents/harness.js";
 
 const unavailable = postgresUnavailable();
 
@@ -193,6 +196,68 @@ describe.skipIf(!!unavailable)("a node whose lease was taken (real PostgreSQL)",
     expect(after.summaries).toEqual([]);
     expect(after.compacted).toEqual([]);
     expect(after.eventTypes).toEqual(before.eventTypes);
+  }, 60_000);
+
+  it("cannot mark old tool outputs pruned (a compaction whose summarizer failed writes only those marks)", async () => {
+    h = await createRuntimeHarness({ store: await PostgresStore.open(url), settings: { cluster: { leaseSeconds: 600 }, defaultCompaction: { keepRecentTokens: 50 } } });
+    const { sessions } = h.runtime;
+    const big = { command: "head -c 20000 /dev/zero | tr '\\0' x" };
+    /** A session with two large bash outputs, then a short turn, so both outputs lie outside the kept tail. */
+    const withOldOutputs = async () => {
+      const session = await sessions.create({ agent: "default" });
+      h!.llm.enqueue(reply().tool("bash", big).stop(), reply().tool("bash", big).stop(), reply().text("listed").stop());
+      await (await sessions.send(session.id, "print a lot")).result;
+      h!.llm.enqueue(reply().text("short").stop());
+      await (await sessions.send(session.id, "and now?")).result;
+      return session.id;
+    };
+    const prunedRows = (sessionId: string) =>
+      withClient(url, async (client) => (await client.query("SELECT id FROM messages WHERE session_id = $1 AND meta LIKE '%\"pruned\":true%'", [sessionId])).rows);
+
+    // The control: on the node that holds the session, the failed summary leaves the prune marks.
+    const kept = await withOldOutputs();
+    h.llm.enqueue(httpError(400));
+    await sessions.compact(kept);
+    expect(await prunedRows(kept)).toHaveLength(2);
+
+    const taken = await withOldOutputs();
+    await h.runtime.events.flush();
+    const before = await stored(url, taken);
+    await takeLease(url, taken);
+    h.llm.enqueue(httpError(400));
+    expect(await sessions.compact(taken).catch((error: { code?: string }) => error.code)).toBe("LEASE_LOST");
+    await h.runtime.events.flush();
+    expect(await prunedRows(taken)).toEqual([]);
+    expect((await stored(url, taken)).eventTypes).toEqual(before.eventTypes);
+  }, 60_000);
+
+  it("cannot mark a drained msg#2+ as coincided when its run ends after the takeover", async () => {
+    const held = heldTool(false);
+    const agents = await createAgentsHarness({ store: await PostgresStore.open(url), builtins: [...allBuiltinTools(), held.tool], settings: { cluster: { leaseSeconds: 600 } } });
+    h = agents;
+    const a = await agents.bossSession();
+    const b = await agents.bossSession();
+    const spawned = await agents.call(agentSpawn, a, { agent: "worker", instance_name: "w", objective: "OBJ-lease" });
+    const w = tag(spawned.output, "session-id")!;
+    const gate = deferredOf();
+    // msg#1 starts the run; msg#2+ is drained at the boundary after log_write; the run then holds at held_tool.
+    agents.worker("OBJ-lease").enqueue(reply().waitFor(gate.promise).tool("log_write", { message: "working" }).stop(), reply().tool("held_tool", {}).stop(), reply().text("not reached").stop());
+    expect((await agents.call(agentMessage, a, { sessionId: w, message: "task", async_inform: true })).details?.dispatchRole).toBe("msg#1");
+    await agents.llm.waitForRequests(1);
+    expect((await agents.call(agentMessage, b, { sessionId: w, message: "also this", async_inform: true })).details?.dispatchRole).toBe("msg#2+");
+    gate.resolve();
+    await held.started;
+    const follower = (await agents.messages(w)).find((m) => m.content === `[Message from boss (session: ${b})]: also this`)!;
+    expect(follower.meta).toMatchObject({ dispatch_role: "msg#2+" });
+
+    // The run ends LEASE_LOST with msg#1 consumed: the coincide rule applies to msg#2+, but its mark is the run's write.
+    await takeLease(url, w);
+    held.release();
+    await agents.runtime.sessions.waitIdle(w);
+    await agents.service.delivery.settled();
+    const after = await withClient(url, async (client) => (await client.query("SELECT meta FROM messages WHERE id = $1", [follower.id])).rows[0].meta as string);
+    expect(JSON.parse(after)).toEqual(follower.meta);
+    expect(JSON.parse(after).coincided).toBeUndefined();
   }, 60_000);
 
   /** A run whose one call (`held`) ends after another node took the session; the run ends LEASE_LOST. Returns the session's id. */
