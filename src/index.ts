@@ -5,6 +5,7 @@
  */
 import type { VeilEvent } from "./base/events.js";
 import type { RunResult } from "./engines/types.js";
+import { compileOutputSchema } from "./engines/output-schema.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime.js";
 import type { SessionRow } from "./store/store.js";
 
@@ -31,8 +32,13 @@ export interface Veil {
   runtime: Runtime;
   /** A new session (agent default: "default"). */
   createSession(options?: { agent?: string; model?: string }): Promise<SessionRow>;
-  /** Runs one turn in a session and resolves with its result; `onEvent` sees the turn's events as they happen. */
-  chat(sessionId: string, message: string, options?: { model?: string; onEvent?: (event: VeilEvent) => void }): Promise<RunResult>;
+  /**
+   * Runs one turn in a session and resolves with its result; `onEvent` sees the turn's events as
+   * they happen. With `outputSchema` (a JSON Schema) the final answer must match it: the result
+   * carries the parsed value in `structured`, or ends with OUTPUT_SCHEMA_MISMATCH after the
+   * repairs; a schema that is not valid throws VALIDATION_ERROR before anything is sent.
+   */
+  chat(sessionId: string, message: string, options?: { model?: string; outputSchema?: object; onEvent?: (event: VeilEvent) => void }): Promise<RunResult>;
   /** Stops runs, kills shells, closes the store. */
   close(): Promise<void>;
 }
@@ -55,9 +61,10 @@ export async function openVeil(options: RuntimeOptions): Promise<Veil> {
     runtime,
     createSession: (session = {}) => runtime.sessions.create({ agent: session.agent ?? "default", model: session.model }),
     async chat(sessionId, message, chat = {}) {
+      const outputSchema = chat.outputSchema === undefined ? undefined : compileOutputSchema(chat.outputSchema, "outputSchema");
       const unsubscribe = chat.onEvent ? runtime.bus.subscribe({ sessionId }, chat.onEvent) : () => {};
       try {
-        const receipt = await runtime.sessions.send(sessionId, message, { model: chat.model, meta: { source: "api" } });
+        const receipt = await runtime.sessions.send(sessionId, message, { model: chat.model, meta: { source: "api" }, ...(outputSchema ? { outputSchema } : {}) });
         return await receipt.result;
       } finally {
         unsubscribe();
