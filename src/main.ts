@@ -82,6 +82,8 @@ async function main(): Promise<number> {
       return (await import("./cli/listings.js")).agentsCommand(command, io);
     case "tools":
       return (await import("./cli/listings.js")).toolsCommand(command, io);
+    case "skills":
+      return (await import("./cli/listings.js")).skillsCommand(command, io);
     case "sessions":
       return (await import("./cli/sessions.js")).sessionsCommand(command, io);
     case "sessions close":

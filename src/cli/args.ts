@@ -25,6 +25,7 @@ export type RunCommand = Common & {
 };
 export type ListCommand = Common & { kind: "agents"; json: boolean };
 export type ToolsCommand = Common & { kind: "tools"; agent: string; json: boolean };
+export type SkillsCommand = Common & { kind: "skills"; agent: string; json: boolean };
 export type ScheduleAction = "list" | "create" | "runs" | "enable" | "disable" | "delete";
 export type SchedulesCommand = Common & {
   kind: "schedules";
@@ -59,6 +60,7 @@ export type Command =
   | RunCommand
   | ListCommand
   | ToolsCommand
+  | SkillsCommand
   | SessionsCommand
   | SessionsCloseCommand
   | SessionsPruneCommand
@@ -117,6 +119,10 @@ const COMMANDS: Record<string, CommandSpec> = {
   agents: { summary: "list the agents visible in the workspace", options: { workspace: WORKSPACE, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP } },
   tools: {
     summary: "list the tools an agent sees, with tier, state and description",
+    options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent (default: default)" }, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP },
+  },
+  skills: {
+    summary: "list the skills an agent sees (SKILL.md folders): in effect, shadowed, broken",
     options: { workspace: WORKSPACE, agent: { type: "string", value: "NAME", help: "agent (default: default)" }, json: JSON_OUT, "log-format": LOG_FORMAT, help: HELP },
   },
   sessions: {
@@ -272,7 +278,8 @@ export function parseCommand(argv: readonly string[], cwd: string): Command {
       return { kind: "run", ...common, agent, model: values.model as string | undefined, json, prompt, session, continueLast, ...(schemaFile !== undefined ? { outputSchema: resolve(cwd, schemaFile) } : {}) };
     }
     case "tools":
-      return { kind: "tools", ...common, agent: (values.agent as string | undefined) ?? "default", json };
+    case "skills":
+      return { kind: name, ...common, agent: (values.agent as string | undefined) ?? "default", json };
     case "sessions":
       return { kind: "sessions", ...common, json, all: Boolean(values.all), search: (values.search as string | undefined)?.trim() || undefined };
     case "sessions close":

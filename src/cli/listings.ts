@@ -3,7 +3,9 @@ import { warnUnknownKeysOnce } from "../config/unknown-keys.js";
 import { VeilError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { describeTools, publicToolList, type ToolListing } from "../tools/catalog.js";
-import type { ListCommand, LogFormat, ToolsCommand } from "./args.js";
+import { publicSkillList } from "../tools/skills/listing.js";
+import type { AgentConfig } from "../config/types.js";
+import type { ListCommand, LogFormat, SkillsCommand, ToolsCommand } from "./args.js";
 import { cliLogger, type CliIo } from "./terminal.js";
 
 /** Widest description shown in a listing line; `--json` has the whole text. */
@@ -25,8 +27,7 @@ export async function agentsCommand(command: ListCommand, io: CliIo): Promise<nu
  */
 export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<number> {
   return withRuntime(command, io, async (runtime) => {
-    const agent = Object.hasOwn(runtime.agents(), command.agent) ? runtime.agents()[command.agent] : undefined;
-    if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${command.agent}" (known: ${Object.keys(runtime.agents()).join(", ")})`);
+    const agent = knownAgent(runtime, command.agent);
     const listing = publicToolList(await describeTools({ builtins: runtime.builtins, customTools: runtime.customTools, skills: runtime.skills, agent }));
     if (command.json) {
       io.stdout(JSON.stringify(listing, null, 2) + "\n");
@@ -43,6 +44,38 @@ export async function toolsCommand(command: ToolsCommand, io: CliIo): Promise<nu
     }
     return 0;
   });
+}
+
+/**
+ * The same listing as `GET /skills?agent=`: each skill in effect, then the shadowed ones (with
+ * the folder that wins) and the broken folders (with why), each with its folder under it.
+ */
+export async function skillsCommand(command: SkillsCommand, io: CliIo): Promise<number> {
+  return withRuntime(command, io, async (runtime) => {
+    const listing = await publicSkillList(runtime.skills.discover(knownAgent(runtime, command.agent)));
+    if (command.json) {
+      io.stdout(JSON.stringify(listing, null, 2) + "\n");
+      return 0;
+    }
+    if (listing.length === 0) io.stdout(`no skills for agent "${command.agent}" (SKILL.md folders in the agent's skills/, .veil/skills/, .claude/skills/ or $VEIL_HOME/skills/)\n`);
+    for (const skill of listing) {
+      if (skill.state === "broken") io.stdout(`(broken) ${skill.file}: ${skill.error}\n`);
+      else {
+        io.stdout(`${skill.name.padEnd(22)} ${skill.scope.padEnd(8)} ${skill.state.padEnd(9)} ${firstLine(skill.description)}\n`);
+        io.stdout(`${"".padEnd(SKILL_INDENT)}${skill.state === "shadowed" ? `${skill.folder} (shadowed by ${skill.shadowedBy})` : skill.folder}\n`);
+      }
+    }
+    return 0;
+  });
+}
+
+/** The folder line of a skill starts under its description. */
+const SKILL_INDENT = 22 + 1 + 8 + 1 + 9 + 1;
+
+function knownAgent(runtime: Runtime, name: string): AgentConfig {
+  const agent = Object.hasOwn(runtime.agents(), name) ? runtime.agents()[name] : undefined;
+  if (!agent) throw new VeilError("AGENT_NOT_FOUND", `no agent named "${name}" (known: ${Object.keys(runtime.agents()).join(", ")})`);
+  return agent;
 }
 
 /** A one-shot runtime over the workspace for the length of one listing or command. */

@@ -75,7 +75,7 @@ async function withServer(args: string[], body: (url: string, secret: string) =>
 const ESC = "\x1b[";
 
 describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
-  it.each(["serve", "run", "agents", "tools", "sessions", "schedules"])("veil %s --help prints its usage on stdout, exits 0, starts and writes nothing", async (command) => {
+  it.each(["serve", "run", "agents", "tools", "skills", "sessions", "schedules"])("veil %s --help prints its usage on stdout, exits 0, starts and writes nothing", async (command) => {
     const result = await veil([command, "--help"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^Usage: veil ${command} `));
@@ -91,7 +91,7 @@ describe.skipIf(!built)("veil CLI: help, version, usage errors", () => {
     for (const args of [[], ["--help"], ["help"]]) {
       const result = await veil(args);
       expect(result.code).toBe(0);
-      for (const command of ["serve", "run", "agents", "tools", "sessions", "schedules"]) expect(result.stdout).toContain(`veil ${command} `);
+      for (const command of ["serve", "run", "agents", "tools", "skills", "sessions", "schedules"]) expect(result.stdout).toContain(`veil ${command} `);
     }
     expect((await veil(["help", "run"])).stdout).toMatch(/^Usage: veil run /);
     expect((await veil(["help", "sessions", "prune"])).stdout).toMatch(/^Usage: veil sessions prune .*--idle DURATION/);
@@ -312,6 +312,38 @@ describe.skipIf(!built)("veil serve, tools and sessions", () => {
       expect(cli).toEqual(http);
     });
     expect(cli.length).toBeGreaterThanOrEqual(24);
+  });
+
+  it("veil skills lists skills in effect, shadowed and broken with their folders; --json is what GET /skills answers", async () => {
+    const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\n# ${name}\nThe steps.\n`;
+    const files: Record<string, string> = {
+      ".veil/skills/pdf-forms/SKILL.md": skill("pdf-forms", "Fill in PDF forms."),
+      ".veil/skills/pdf-forms/fill.py": "print('fill')\n",
+      ".claude/skills/pdf-forms/SKILL.md": skill("pdf-forms", "An older copy."),
+      ".claude/skills/no-front-matter/SKILL.md": "just text\n",
+    };
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(ws.root, path, ".."), { recursive: true });
+      writeFileSync(join(ws.root, path), text);
+    }
+    const root = realpathSync(ws.root);
+    const text = await veil(["skills"]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split("\n");
+    const active = lines.findIndex((line) => /^pdf-forms\s+project\s+active\s+Fill in PDF forms\.$/.test(line));
+    expect(active).toBeGreaterThanOrEqual(0);
+    expect(lines[active + 1]!.trim()).toBe(join(root, ".veil/skills/pdf-forms"));
+    const shadowed = lines.findIndex((line) => /^pdf-forms\s+\S+\s+shadowed\s+An older copy\.$/.test(line));
+    expect(lines[shadowed + 1]!.trim()).toBe(`${join(root, ".claude/skills/pdf-forms")} (shadowed by ${join(root, ".veil/skills/pdf-forms")})`);
+    expect(lines.find((line) => line.startsWith("(broken) "))).toContain(join(root, ".claude/skills/no-front-matter/SKILL.md"));
+    const cli = JSON.parse((await veil(["skills", "--json"])).stdout);
+    expect(cli.map((entry: { state: string }) => entry.state)).toEqual(["active", "shadowed", "broken"]);
+    await withServer([], async (url, secret) => {
+      expect(await (await fetch(`${url}/skills`, { headers: { authorization: `Bearer ${secret}` } })).json()).toEqual(cli);
+    });
+    const unknown = await veil(["skills", "--agent", "nobody"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('AGENT_NOT_FOUND: no agent named "nobody"');
   });
 
   it("veil tools --agent NAME shows a custom tool's description and folder; --json (with the folder) is what GET /tools?agent= answers, and matches its OpenAPI schema", async () => {
