@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRuntimeHarness, type RuntimeHarness } from "../helpers/runtime.js";
 import { reply } from "../helpers/fake-llm.js";
+import { compileOutputSchema } from "../../src/engines/output-schema.js";
 
 let h: RuntimeHarness;
 afterEach(async () => {
@@ -144,6 +145,24 @@ describe("hooks in the runtime", () => {
       ["assistant", "tests pass, done"],
     ]);
     expect(rows[2]!.meta).toEqual({ source: "hook", hook: "Stop" });
+  });
+
+  it("Stop exit 2 under an output schema: the continued run's final answer is the one validated (and repaired) and returned as structured", async () => {
+    await withHooks(
+      { Stop: [{ hooks: [cmd("sh .veil/hooks/stop.sh")] }] },
+      { "stop.sh": 'input=$(cat)\ncase "$input" in *\'"stop_hook_active":false\'*) echo "count again" >&2; exit 2;; esac\nexit 0' },
+    );
+    const outputSchema = compileOutputSchema({ type: "object", properties: { count: { type: "integer" } }, required: ["count"], additionalProperties: false }, "output_schema");
+    // The first answer matches; the hook sends the run on; the next answer does not match and is repaired.
+    h.llm.enqueue(reply().text('{"count":1}').stop(), reply().text("about two").stop(), reply().text('{"count":2}').stop());
+    const session = await h.runtime.sessions.create({ agent: "default" });
+    const result = await (await h.runtime.sessions.send(session.id, "count", { outputSchema })).result;
+    expect(result.structured).toEqual({ count: 2 });
+    expect(result.content).toBe('{"count":2}');
+    expect(h.llm.completionRequests).toHaveLength(3);
+    expect(lastUser(h.llm.completionRequests[1]!.body)).toBe("count again");
+    expect(JSON.stringify(lastUser(h.llm.completionRequests[2]!.body))).toMatch(/schema|JSON/i);
+    expect(h.events.filter((e) => e.sessionId === session.id && e.type === "chat.done")).toHaveLength(1);
   });
 
   it("SessionStart stdout is context the model sees, at creation and again on resume", async () => {
