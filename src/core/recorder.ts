@@ -13,6 +13,9 @@ import type { TurnCheckpoints } from "./checkpoints/turn-checkpoints.js";
 /** The meta `source` of the user rows that ask for a final answer matching the output schema. */
 export const OUTPUT_REPAIR_SOURCE = "output_schema";
 
+/** Engine events that write nothing of the session's rows: they need not wait for the state writes in flight. */
+const QUIET_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["text_delta", "thinking_delta", "tool_call_started", "tool_started", "tool_progress", "model_call_started"]);
+
 /** What the multi-agent layer (and later compaction) watches in a session's runs. */
 export interface RunObserver {
   /** Messages drained from the inbox at a boundary (already stored). */
@@ -63,6 +66,15 @@ export class RunRecorder {
    * in its own statement (one round trip less per step); any other write stores it first.
    */
   private unstoredSpend: StepSpend | null = null;
+  /**
+   * The calls' state writes ("validating", "executing") in flight, in the order sent: the
+   * call starts while its state is on the wire (one round trip off every tool step), and
+   * every later write of the run waits for them first, so the terminal state always lands
+   * after them. A refusal still stops the run as it lands (the fenced store aborts it);
+   * any failure is thrown by the next write.
+   */
+  private stateWrites: Promise<unknown> = Promise.resolve();
+  private stateFailure: { error: unknown } | null = null;
 
   private readonly writer: SessionWriter;
 
@@ -81,6 +93,7 @@ export class RunRecorder {
     // Only observability follows a call's start: nothing is stored or sent for it.
     if (event.type === "model_call_started") return;
     const writer = this.writer;
+    if (event.type !== "tool_state" && !QUIET_EVENTS.has(event.type)) await this.statesStored();
     if (this.unstoredSpend && event.type !== "assistant_message" && !event.type.endsWith("_delta") && event.type !== "tool_call_started") await this.storeSpend();
     switch (event.type) {
       case "text_delta":
@@ -101,7 +114,7 @@ export class RunRecorder {
         void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: eventInput(event.input) });
         return;
       case "tool_state":
-        await writer.store.setToolCallState(event.callId, this.sessionId, event.state);
+        this.sendState(event.callId, event.state);
         return;
       case "tool_progress":
         await writer.publish({ type: "tool.progress", toolName: event.name, toolCallId: event.callId, toolUseId: event.callId, elapsed: Math.round(event.elapsedMs / 1000) });
@@ -120,6 +133,20 @@ export class RunRecorder {
         this.ended = { stopReason: event.stopReason, ...(event.error ? { error: event.error } : {}) };
         return;
     }
+  }
+
+  private sendState(callId: string, state: "validating" | "executing"): void {
+    const write = this.stateWrites.then(() => (this.stateFailure ? undefined : this.writer.store.setToolCallState(callId, this.sessionId, state)));
+    this.stateWrites = write.catch((error: unknown) => void (this.stateFailure ??= { error }));
+  }
+
+  /** Waits for the state writes in flight; throws the first one's failure (once). */
+  private async statesStored(): Promise<void> {
+    await this.stateWrites;
+    const failure = this.stateFailure;
+    if (!failure) return;
+    this.stateFailure = null;
+    throw failure.error;
   }
 
   /** The result row and the call's terminal state are written together, as soon as the call ends. */
@@ -147,6 +174,7 @@ export class RunRecorder {
    * publishes them and tells the observers. Returns the stored rows.
    */
   async deliverInbox(items: readonly InboxItem[], message: (item: InboxItem) => NewMessage): Promise<MessageRow[]> {
+    await this.statesStored();
     await this.storeSpend();
     if (items.length === 0) return [];
     const rows = await this.writer.store.deliverInbox(
@@ -171,6 +199,7 @@ export class RunRecorder {
    */
   async finished(result: RunResult, options: { cut: boolean; log: Logger }): Promise<void> {
     const { writer } = this;
+    await this.statesStored().catch((error: unknown) => options.log.warn("could not store a tool call's state", { sessionId: this.sessionId, error: String(error) }));
     try {
       const session = await writer.store.getSession(this.sessionId);
       if (session && session.status === "running") await writer.setStatus("idle", result.stopReason);
@@ -248,6 +277,7 @@ export class RunRecorder {
 
   /** Stores a model call's usage that no assistant step took (the run ended without one). */
   async storeSpend(): Promise<void> {
+    await this.statesStored();
     const spend = this.unstoredSpend;
     if (!spend) return;
     this.unstoredSpend = null;

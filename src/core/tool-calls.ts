@@ -38,8 +38,10 @@ const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
  * Runs one tool call through its persisted states, reported as the run's events:
  * tool_started, tool_state (validating, executing), tool_progress while it runs, and always
  * last tool_finished (done | error | cancelled). The consumer (the engine, then the
- * recorder) stores each event before asking for the next, so a state is stored before
- * the step it announces happens. Never throws.
+ * recorder) sends a state's write before asking for the next event and orders every later
+ * write after it, so the terminal state always lands last; the call may start while its
+ * "executing" write is in flight (recovery closes pending, validating and executing calls
+ * alike, and a write refused for a lost lease aborts the call). Never throws.
  * "validating" is reported only when a PreToolUse hook is awaited between the checks and the
  * run; without one the checks are synchronous, so the first stored state is "executing"
  * (or the result's): one write less per call, and recovery treats pending and validating alike.
@@ -87,7 +89,7 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
   }
 
   yield { type: "tool_state", callId: call.id, state: "executing" };
-  // Checked again after the state was stored: a cancel that landed meanwhile must still stop the call.
+  // Checked again after the state was sent: a cancel that landed meanwhile must still stop the call.
   if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   const controller = new AbortController();
   const onAbort = () => controller.abort(signal.reason);
