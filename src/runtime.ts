@@ -172,7 +172,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     log,
   });
   const llm = telemetry?.modelCallFailed ? reportingFailures(recorded, (code) => telemetry.modelCallFailed!(code)) : recorded;
-  const claudeCli = createClaudeCliEngine({ config });
+  const claudeCli = createClaudeCliEngine({ config, clock });
   const engines = options.engines ?? [claudeCli, createNativeEngine({ llm })];
   const builtins = options.builtins ?? allBuiltinTools();
   const resources = new Resources();

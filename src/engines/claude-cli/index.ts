@@ -1,11 +1,14 @@
 import { accessSync, constants } from "node:fs";
+import { systemClock, type Clock } from "../../base/clock.js";
 import type { VeilConfig } from "../../config/types.js";
 import { VeilError, errorMessage, isVeilError } from "../../errors.js";
 import { modelInfo } from "../../llm/models.js";
 import { ClaudeProcesses } from "./processes.js";
+import { RecordingEndpoint, type TurnRecording } from "./recording.js";
 import { loadClaudeSdk, importClaudeSdk, type SdkImporter } from "./sdk-loader.js";
 import { resolveApiKey } from "./sdk-options.js";
 import type { Engine, RunEvent, RunIO, RunRequest } from "../types.js";
+import type { ClaudeTurn } from "./turn.js";
 
 export const CLAUDE_CLI_PREFIX = "cc/";
 
@@ -16,6 +19,8 @@ export interface ClaudeCliEngineOptions {
   config: ClaudeCliConfig | (() => ClaudeCliConfig);
   /** default: import("@anthropic-ai/claude-agent-sdk") */
   importSdk?: SdkImporter;
+  /** Stamps recorded exchanges (VEIL_RECORD); default: the system clock. */
+  clock?: Clock;
 }
 
 export interface ClaudeCliEngine extends Engine {
@@ -32,6 +37,7 @@ export interface ClaudeCliEngine extends Engine {
 export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCliEngine {
   const processes = new ClaudeProcesses();
   const importSdk = options.importSdk ?? importClaudeSdk;
+  const recordings = new RecordingEndpoint(options.clock ?? systemClock);
   return {
     name: "claude-cli",
     handles: (modelKey) => modelKey.startsWith(CLAUDE_CLI_PREFIX),
@@ -40,33 +46,45 @@ export function createClaudeCliEngine(options: ClaudeCliEngineOptions): ClaudeCl
       await loadClaudeSdk(importSdk);
       const config = typeof options.config === "function" ? options.config() : options.config;
       checkExecutable(config.settings.claudeCli?.executable);
-      resolveApiKey(config.settings.claudeCli, config.env);
+      // A replay sends nothing upstream: no key is needed.
+      if (!config.env.VEIL_REPLAY) resolveApiKey(config.settings.claudeCli, config.env);
     },
     run: (request, io) => runTurn(request, io),
-    shutdown: () => processes.endAll(),
+    shutdown: async () => {
+      await processes.endAll();
+      await recordings.close();
+    },
     livePids: () => processes.pids(),
   };
 
   async function* runTurn(request: RunRequest, io: RunIO): AsyncGenerator<RunEvent> {
-    let turn;
+    let turn: ClaudeTurn | undefined;
+    let recording: TurnRecording | null = null;
     try {
       const sdk = await loadClaudeSdk(importSdk);
       const config = typeof options.config === "function" ? options.config() : options.config;
       checkExecutable(config.settings.claudeCli?.executable);
-      const { ClaudeTurn } = await import("./turn.js");
-      turn = new ClaudeTurn(request, io, {
+      const turns = await import("./turn.js");
+      recording = await recordings.forTurn(config, io.log, (message) => turn?.replayMismatch(message));
+      turn = new turns.ClaudeTurn(request, io, {
         sdk,
         settings: config.settings,
         env: config.env,
         workspace: config.paths.workspace,
         model: modelInfo(request.modelKey, config.models),
         processes,
+        recording,
       });
     } catch (error) {
+      recording?.release();
       yield { type: "run_ended", stopReason: "error", error: { code: isVeilError(error) ? error.code : "CONFIG_ERROR", message: errorMessage(error) } };
       return;
     }
-    yield* turn.events();
+    try {
+      yield* turn.events();
+    } finally {
+      recording?.release();
+    }
   }
 }
 

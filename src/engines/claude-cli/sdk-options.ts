@@ -53,7 +53,8 @@ function hasClaudeLogin(env: Record<string, string | undefined>): boolean {
 }
 
 /**
- * The child's environment: Veil's own (minus its secrets), the Anthropic endpoint and
+ * The child's environment: Veil's own (minus its secrets), the Anthropic endpoint (or the
+ * recording proxy's) and
  * key, no telemetry or update traffic, Veil's retry count, and the compaction window.
  */
 export function childEnv(
@@ -61,12 +62,14 @@ export function childEnv(
   env: Record<string, string | undefined>,
   model: ModelInfo,
   apiKey: string | undefined,
-  turn: { threshold?: number; maxOutputTokens?: number } = {},
+  turn: { threshold?: number; maxOutputTokens?: number; baseUrl?: string } = {},
 ): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = { ...env };
   for (const key of WITHHELD_ENV) delete out[key];
   const cli = settings.claudeCli;
   if (cli?.baseUrl) out.ANTHROPIC_BASE_URL = cli.baseUrl.replace(/\/+$/, "");
+  // Recording or replaying: the SDK talks to Veil's loopback proxy, which knows the real base URL.
+  if (turn.baseUrl) out.ANTHROPIC_BASE_URL = turn.baseUrl;
   if (apiKey) out.ANTHROPIC_API_KEY = apiKey;
   out.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1";
   out.DISABLE_TELEMETRY = "1";

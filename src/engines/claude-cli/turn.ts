@@ -20,6 +20,10 @@ import { toMcpResult } from "./tool-result.js";
 import type { ClaudeSdk } from "./sdk-loader.js";
 import { ClaudeStructuredOutput } from "./structured-output.js";
 import { describeFailure } from "./failure.js";
+import type { TurnRecording } from "./recording.js";
+
+/** The key a replaying child sends to the recording proxy, which never passes anything on. */
+const REPLAY_KEY = "veil-replay";
 
 /** How long a finished run waits for the child to exit on its own before it is ended. */
 const EXIT_WAIT_MS = 3000;
@@ -31,6 +35,8 @@ export interface TurnDeps {
   workspace: string;
   model: ModelInfo;
   processes: ClaudeProcesses;
+  /** Under VEIL_RECORD / VEIL_REPLAY: the recording proxy the SDK talks to instead of its base URL. */
+  recording?: TurnRecording | null;
 }
 
 type Item = { event: RunEvent; onConsumed?: () => void };
@@ -128,7 +134,8 @@ export class ClaudeTurn {
   private options(): Options {
     const { settings, env, workspace, model } = this.deps;
     const cli = settings.claudeCli;
-    const apiKey = resolveApiKey(cli, env);
+    const recording = this.deps.recording;
+    const apiKey = recording?.replaying ? REPLAY_KEY : resolveApiKey(cli, env);
     this.request.toolset.registerAllUpFront();
     const preActivated = this.request.toolset.modeSettings().preActivatedTools;
     if (preActivated.length > 0) {
@@ -141,7 +148,7 @@ export class ClaudeTurn {
     const options: Options = {
       model: this.request.modelKey.replace(/^cc\//, ""),
       cwd: workspace,
-      env: childEnv(settings, env, model, apiKey, { threshold: this.threshold(), maxOutputTokens: this.request.maxOutputTokens }),
+      env: childEnv(settings, env, model, apiKey, { threshold: this.threshold(), maxOutputTokens: this.request.maxOutputTokens, baseUrl: recording?.baseUrl }),
       systemPrompt: joinedSystemPrompt(this.request.systemPrompt, this.request.sessionBrief),
       settingSources: [],
       strictMcpConfig: true,
@@ -370,6 +377,13 @@ export class ClaudeTurn {
 
   private finalStop(): StopReason {
     return this.lastFinish === "length" ? "length" : this.lastFinish === "content_filter" ? "content_filter" : "stop";
+  }
+
+  /** Under VEIL_REPLAY, a request the recording does not hold: the run ends with REPLAY_MISMATCH naming the difference. */
+  replayMismatch(message: string): void {
+    if (this.ended) return;
+    void this.query?.interrupt().catch(() => undefined);
+    this.end("error", { code: "REPLAY_MISMATCH", message });
   }
 
   /** Stops the run now: interrupts the SDK, keeps text already streamed. */

@@ -15,6 +15,23 @@ export interface RecordedExchange {
   response: RecordedResponse;
 }
 
+/**
+ * One HTTP exchange of the claude-cli engine, as the Anthropic Messages wire carried it: the
+ * Agent SDK builds its requests itself, so they are kept as it sent them (no headers, so no
+ * key; no `metadata`, which only names the machine and the SDK's session) and answered with
+ * the response body as it came (a stream is its SSE text).
+ */
+export interface WireExchange {
+  at: string;
+  workspace: string;
+  wire: "anthropic";
+  request: { method: string; path: string; body: unknown };
+  response: { status: number; contentType: string; body: string };
+}
+
+/** A line of a recording: an exchange of the native engine's client, or of the claude-cli engine's wire. */
+export type RecordingLine = RecordedExchange | WireExchange;
+
 export interface RecordedRequest extends Omit<LlmRequest, "model" | "signal"> {
   modelKey: string;
 }
