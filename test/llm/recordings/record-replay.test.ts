@@ -26,10 +26,33 @@ async function rows(harness: RuntimeHarness, sessionId: string) {
   const messages = await harness.runtime.store.listMessages(sessionId);
   const calls = await harness.runtime.store.listToolCalls(sessionId);
   const text = JSON.stringify({
-    messages: messages.map((m) => ({ role: m.role, content: m.content, thinking: m.thinking, tool_calls: m.tool_calls, tool_call_id: m.tool_call_id, finish_reason: m.finish_reason, token_usage: m.token_usage })),
+    messages: inCallOrder(messages).map((m) => ({ role: m.role, content: m.content, thinking: m.thinking, tool_calls: m.tool_calls, tool_call_id: m.tool_call_id, finish_reason: m.finish_reason, token_usage: m.token_usage })),
     calls: calls.map((c) => ({ id: c.id, name: c.name, state: c.state, arguments: c.arguments })),
   });
   return JSON.parse(text.split(harness.ws.root).join("<workspace>"));
+}
+
+/**
+ * Parallel calls of one response store their results as each ends, so two runs may store them
+ * in either order; each block of results is put in the order of the calls that asked for them.
+ */
+function inCallOrder<T extends { role: string; tool_call_id: string | null; tool_calls: { id: string }[] | null }>(messages: readonly T[]): T[] {
+  const out: T[] = [];
+  let order: string[] = [];
+  for (let i = 0; i < messages.length; ) {
+    const message = messages[i]!;
+    if (message.role !== "tool") {
+      if (message.tool_calls) order = message.tool_calls.map((call) => call.id);
+      out.push(message);
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < messages.length && messages[end]!.role === "tool") end++;
+    out.push(...messages.slice(i, end).sort((a, b) => order.indexOf(a.tool_call_id ?? "") - order.indexOf(b.tool_call_id ?? "")));
+    i = end;
+  }
+  return out;
 }
 
 function scriptMultiToolSession(llm: FakeLlm) {
