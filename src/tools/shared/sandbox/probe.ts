@@ -19,7 +19,13 @@ export const SANDBOX_SUPPORT_KEY = "sandbox.support";
 export const BASE_FLAGS = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"];
 /** bubblewrap ≥ 0.8: no user namespace can be made inside (no way to start afresh with new capabilities). */
 const NO_NESTED_USERNS = ["--disable-userns"];
-const PROBE_TAIL = ["--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"];
+/**
+ * `--as-pid-1`: `true` is the namespace's PID 1 itself, a child the probe's bwrap waits for.
+ * Without it bwrap puts a PID 1 of its own in between and exits as soon as that one reports
+ * `true`'s status, before it has exited: an orphan left to the host's init (bubblewrap ≥ 0.3;
+ * every distribution Node 20 runs on has one).
+ */
+const PROBE_TAIL = ["--unshare-net", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"];
 const PROBE_TIMEOUT_MS = 5_000;
 
 /** The `bwrap` executable on PATH, if any. */

@@ -233,6 +233,25 @@ function insideSandbox(pid: number): Set<number> {
   return inside;
 }
 
+/** How long killTree lets the spawned process reap its killed init before killing it too. */
+const INIT_REAP_WAIT_MS = 500;
+
+/**
+ * SIGKILLs a namespace's init before the process that spawned it (unshare, or the outer
+ * bwrap), and waits for that process to see it die and exit on its own. Killed together (one
+ * signal to the group), the spawner often dies first and its init is orphaned: re-parented
+ * to the host's init or the nearest sub-reaper, where a PID 1 that reaps nothing (a
+ * container's) keeps it as a zombie, one per shell. The init's death ends the namespace, so
+ * nothing inside outlives this either way.
+ */
+async function killInitsFirst(spawned: number, inits: number[]): Promise<void> {
+  if (inits.length === 0) return;
+  for (const init of inits) signalQuietly(init, "SIGKILL");
+  for (let waited = 0, pause = 1; isAlive(spawned) && waited < INIT_REAP_WAIT_MS; waited += pause, pause = Math.min(pause * 2, KILL_POLL_MS)) {
+    await delay(pause);
+  }
+}
+
 /** How long killTree waits for stragglers before giving up. */
 const KILL_WAIT_MS = 3_000;
 const KILL_POLL_MS = 10;
@@ -250,6 +269,7 @@ export async function killTree(target: KillTarget): Promise<number[]> {
   // stopped (10 ms on a busy machine, seconds for a server closing 200 sessions): only
   // when there is no init to wait on.
   const scan = inits.length === 0;
+  await killInitsFirst(target.pid, inits);
   signalTree(target, "SIGKILL");
   // Real time on purpose: this waits on the kernel, not on anything a test clock models.
   // A killed tree is usually gone within a millisecond or two: the polls start at 1 ms and
