@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { processes } from "../helpers/proc.js";
 import { BUILD_OUTPUTS, builtStamp, sourceStamp } from "../../scripts/build-stamp.mjs";
 
 const run = promisify(execFile);
@@ -57,7 +58,7 @@ describe.skipIf(!isClone)("the README's first command in a fresh clone", () => {
   let clone: string;
   let home: string;
   let before: Map<string, string>;
-  let served: { stdout: string; stderr: string; elapsedMs: number; health: unknown; page: string; sessions: number; secretFile: string };
+  let served: { stdout: string; stderr: string; elapsedMs: number; health: unknown; page: string; sessions: number; secretFile: string; lingered: boolean };
 
   beforeAll(async () => {
     root = realpathSync(mkdtempSync(join(tmpdir(), "veil-first-run-")));
@@ -86,6 +87,8 @@ describe.skipIf(!isClone)("the README's first command in a fresh clone", () => {
     const links = readdirSync(npx).map((dir) => join(npx, dir, "node_modules", "veilcli")).filter((path) => existsSync(path));
     expect(links.map((link) => resolve(join(link, ".."), readlinkSync(link)))).toEqual([clone]);
     expect(snapshot(join(clone, "dist"))).toEqual(before);
+    // SIGTERM to npx's process group stopped the server npx started too, within 10 s.
+    expect(served.lingered).toBe(false);
     void annotate(`listening ${served.elapsedMs} ms after npx started`);
   });
 
@@ -140,12 +143,17 @@ describe("the build stamp that prepare compares", () => {
   });
 });
 
-/** Runs the command in `cwd` until it listens, asks the server a few things, then stops it with SIGTERM. */
+/**
+ * Runs the command in `cwd` until it listens, asks the server a few things, then stops it with
+ * SIGTERM. `npx` runs `veil serve` as a child of its own, which a signal to npx alone does not
+ * reach (it lived on after the test), so the command gets a process group and the whole group is
+ * stopped, and waited for.
+ */
 async function serveOnce(cwd: string, home: string, argv: string[]) {
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, VEIL_HOME: join(home, ".veil"), npm_config_cache: join(home, "npm-cache"), npm_config_offline: "true", npm_config_update_notifier: "false" };
   writeFileSync(join(home, ".npmrc"), "fund=false\naudit=false\n");
   const started = performance.now();
-  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let stdout = "";
   let stderr = "";
   const nextPrinted = new Promise<void>((resolve) =>
@@ -171,7 +179,35 @@ async function serveOnce(cwd: string, home: string, argv: string[]) {
   const sessions = (await fetch(`${url}/sessions`, { headers: { authorization: `Bearer ${secret}` } })).status;
   // Written right after the listening line.
   await Promise.race([nextPrinted, exited]);
-  child.kill("SIGTERM");
+  signalGroup(child.pid!, "SIGTERM");
   await exited;
-  return { stdout, stderr, elapsedMs, health, page, sessions, secretFile };
+  const lingered = await groupGone(child.pid!);
+  return { stdout, stderr, elapsedMs, health, page, sessions, secretFile, lingered };
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a process of group `pgid` still runs (a zombie does not: in a container nobody may reap it). */
+function groupRuns(pgid: number): boolean {
+  return processes().some((p) => p.pgrp === pgid && p.state !== "Z");
+}
+
+/** Waits until no process of the group runs; true when one still ran after 10 s (then killed). */
+async function groupGone(pgid: number): Promise<boolean> {
+  const deadline = Date.now() + 10_000;
+  while (groupRuns(pgid)) {
+    if (Date.now() > deadline) {
+      signalGroup(pgid, "SIGKILL");
+      return true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
 }

@@ -4,7 +4,8 @@
  * binary against the fake Anthropic server. The engine's run events are tapped on their
  * way to the recorder, so tests can assert on them as well as on wire events and rows.
  */
-import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { processes } from "../../helpers/proc.js";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { VeilEvent } from "../../../src/base/events.js";
 import { createClaudeCliEngine, type ClaudeCliEngine } from "../../../src/engines/claude-cli/index.js";
 import type { SdkImporter } from "../../../src/engines/claude-cli/sdk-loader.js";
@@ -148,17 +149,7 @@ export function isAlive(pid: number): boolean {
 
 /** Live `claude` processes that are children of this test process (not other users' ones). */
 export function childClaudePids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue;
-    }
-    const match = /^\d+ \((.*)\) (\S) (\d+)/.exec(stat);
-    if (match && match[1] === "claude" && match[3] === String(process.pid) && match[2] !== "Z") pids.push(Number(entry));
-  }
-  return pids;
+  return processes()
+    .filter((p) => p.comm === "claude" && p.ppid === process.pid && p.state !== "Z")
+    .map((p) => p.pid);
 }
