@@ -1,6 +1,7 @@
-import { readdirSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve, sep } from "node:path";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { SandboxNetwork } from "../../../config/types.js";
 
 /**
@@ -15,7 +16,10 @@ import type { SandboxNetwork } from "../../../config/types.js";
  *   `settings.json`, `keys*`) and its configuration is read-only (`agents`, `tools`,
  *   `models.json`), as for the file tools;
  * - `$VEIL_HOME`, every `readDeny` path and the host's container and session sockets are
- *   hidden: a folder shows up empty, a file empty.
+ *   hidden: a folder shows up empty, a file empty;
+ * - what Veil runs from (its package, the node binary) stays readable where it lies under the
+ *   host's /tmp, which the private /tmp would otherwise cover: a custom tool's process starts
+ *   from Veil's own child entry.
  */
 export interface SandboxLayout {
   workspace: string;
@@ -28,6 +32,8 @@ export interface SandboxLayout {
   readDeny: readonly string[];
   network: SandboxNetwork;
   privateDir: PrivateDirPaths;
+  /** Folders the sandbox must read although they lie under the host's /tmp (default: runtimeRoots()). */
+  runtimeRoots?: readonly string[];
 }
 
 /** A session's private folder on the host, with what bubblewrap needs in it. */
@@ -78,14 +84,31 @@ function depth(path: string): number {
   return path === sep ? 0 : path.split(sep).length - 1;
 }
 
+/** Whether `path` is `root` or inside it. */
+function within(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/** Veil's package folder (the one holding its package.json) and the node binary's install folder. */
+export function runtimeRoots(): string[] {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
+  return [dir, dirname(dirname(process.execPath))];
+}
+
 /** Every mount of the layout, shallowest first; for one path the last rule wins. */
 export function layoutMounts(layout: SandboxLayout): Mount[] {
   const mounts = new Map<string, Mount>();
   const add = (path: string | null, kind: Mount["kind"], source?: string) => {
     if (path) mounts.set(path, { path, kind, ...(source ? { source } : {}) });
   };
-  for (const root of [layout.workspace, ...layout.writeRoots]) add(real(root), "writable");
-  add(real(layout.privateDir.root), "writable");
+  const writable = [layout.workspace, ...layout.writeRoots, layout.privateDir.root].map(real).filter((path): path is string => path !== null);
+  for (const root of layout.runtimeRoots ?? runtimeRoots()) {
+    const path = real(root);
+    // Elsewhere the host's root, read-only, already shows it; inside a writable root it stays writable.
+    if (path && within(path, "/tmp") && !writable.some((w) => within(path, w))) add(path, "read-only");
+  }
+  for (const root of writable) add(root, "writable");
   for (const path of [...HOST_SOCKETS, ...layout.readDeny.map((entry) => expandPath(entry, layout.workspace))]) add(real(path), "hidden");
   add(real(layout.veilHome), "hidden");
   const projectDir = real(layout.projectDir);
