@@ -23,6 +23,8 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { readFileSync } from "node:fs";
 import type { AddressInfo, Socket } from "node:net";
+import { defaultSettings } from "../../src/config/defaults.js";
+import type { Settings } from "../../src/config/types.js";
 
 export interface FakeUsage {
   prompt_tokens?: number;
@@ -581,4 +583,9 @@ function wireUsage(r: StreamReply, body: any, cachedTokens = 0): object {
   };
   if (u.reasoning_tokens !== undefined) usage.completion_tokens_details = { reasoning_tokens: u.reasoning_tokens };
   return usage;
+}
+
+/** Settings whose only provider, "fake", is this fake LLM (OpenAI wire, key "k"), with the given retries. */
+export function fakeProviderSettings(llm: Pick<FakeLlm, "baseUrl">, retry: Settings["retry"]): Settings {
+  return { ...defaultSettings(), providers: { fake: { type: "openai", baseUrl: llm.baseUrl, apiKey: "k" } }, defaultProvider: "fake", retry };
 }

@@ -1,11 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { defaultSettings } from "../../src/config/defaults.js";
 import type { ModelInfo, Settings } from "../../src/config/types.js";
 import { ManualClock, systemClock, type Clock } from "../../src/base/clock.js";
 import { createLlmClient, type ProviderFactory } from "../../src/llm/fallback.js";
 import { createOpenAiProvider } from "../../src/llm/openai-compatible/client.js";
 import type { StreamEvent } from "../../src/llm/types.js";
-import { hang, httpError, reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
+import { fakeProviderSettings, hang, httpError, reply, startFakeLlm, type FakeLlm } from "../helpers/fake-llm.js";
 
 async function collect(stream: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
@@ -34,12 +33,7 @@ describe("createLlmClient (retries and fallback)", () => {
   const messages = [{ role: "user" as const, content: "hi" }];
   beforeEach(async () => {
     llm = await startFakeLlm();
-    settings = {
-      ...defaultSettings(),
-      providers: { fake: { type: "openai", baseUrl: llm.baseUrl, apiKey: "k" } },
-      defaultProvider: "fake",
-      retry: { maxRetries: 2, baseDelayMs: 100, maxDelayMs: 1000 },
-    };
+    settings = fakeProviderSettings(llm, { maxRetries: 2, baseDelayMs: 100, maxDelayMs: 1000 });
   });
   afterEach(async () => {
     await llm.close();

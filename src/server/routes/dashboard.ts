@@ -1,9 +1,9 @@
 import type { Context, Hono } from "hono";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { PACKAGE_ROOT } from "../../version.js";
 import { apiError } from "../errors.js";
 import type { AppEnv, ServerState } from "../context.js";
 
@@ -68,13 +68,7 @@ export function dashboardRoutes(app: Hono<AppEnv>, _state: ServerState): void {
   for (const path of DASHBOARD_PATHS) app.get(path, serve);
 }
 
-/** dist/dashboard of this package, found from this module's place in src/ or dist/src/. */
+/** dist/dashboard of this package. */
 function locateDashboard(): string | undefined {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, "package.json"))) return join(dir, "dist", "dashboard");
-    const parent = dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
+  return PACKAGE_ROOT ? join(PACKAGE_ROOT, "dist", "dashboard") : undefined;
 }

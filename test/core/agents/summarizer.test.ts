@@ -1,12 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../../src/base/clock.js";
-import { defaultSettings } from "../../../src/config/defaults.js";
 import type { Settings } from "../../../src/config/types.js";
 import { summarizeTranscript } from "../../../src/core/agents/summarizer.js";
 import { VeilError } from "../../../src/errors.js";
 import { createLlmClient } from "../../../src/llm/fallback.js";
 import type { MessageRow } from "../../../src/store/store.js";
-import { hang, httpError, reply, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
+import { fakeProviderSettings, hang, httpError, reply, startFakeLlm, type FakeLlm } from "../../helpers/fake-llm.js";
 
 const rows = [{ role: "user", content: "sort the files", tool_calls: null } as unknown as MessageRow];
 
@@ -15,12 +14,7 @@ describe("summarizeTranscript", () => {
   let settings: Settings;
   beforeEach(async () => {
     llm = await startFakeLlm();
-    settings = {
-      ...defaultSettings(),
-      providers: { fake: { type: "openai", baseUrl: llm.baseUrl, apiKey: "k" } },
-      defaultProvider: "fake",
-      retry: { maxRetries: 0, baseDelayMs: 1, maxDelayMs: 1 },
-    };
+    settings = fakeProviderSettings(llm, { maxRetries: 0, baseDelayMs: 1, maxDelayMs: 1 });
   });
   afterEach(async () => {
     await llm.close();

@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { SandboxNetwork } from "../../../config/types.js";
+import { PACKAGE_ROOT } from "../../../version.js";
 
 /**
  * The file system a sandbox sees, as bubblewrap mounts. The host's root is there read-only;
@@ -91,9 +91,7 @@ function within(path: string, root: string): boolean {
 
 /** Veil's package folder (the one holding its package.json) and the node binary's install folder. */
 export function runtimeRoots(): string[] {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir);
-  return [dir, dirname(dirname(process.execPath))];
+  return [...(PACKAGE_ROOT ? [PACKAGE_ROOT] : []), dirname(dirname(process.execPath))];
 }
 
 /** Every mount of the layout, shallowest first; for one path the last rule wins. */

@@ -247,7 +247,18 @@ const INIT_REAP_WAIT_MS = 500;
 async function killInitsFirst(spawned: number, inits: number[]): Promise<void> {
   if (inits.length === 0) return;
   for (const init of inits) signalQuietly(init, "SIGKILL");
-  for (let waited = 0, pause = 1; isAlive(spawned) && waited < INIT_REAP_WAIT_MS; waited += pause, pause = Math.min(pause * 2, KILL_POLL_MS)) {
+  await pollUntil(() => !isAlive(spawned), INIT_REAP_WAIT_MS);
+}
+
+/**
+ * Checks `done` until it holds or `maxMs` has passed (true: it held). Real time on purpose:
+ * this waits on the kernel, not on anything a test clock models. What it waits for is usually
+ * over within a millisecond or two, so the polls start at 1 ms and double up to KILL_POLL_MS.
+ */
+async function pollUntil(done: () => boolean, maxMs: number): Promise<boolean> {
+  for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, KILL_POLL_MS)) {
+    if (done()) return true;
+    if (waited >= maxMs) return false;
     await delay(pause);
   }
 }
@@ -271,13 +282,12 @@ export async function killTree(target: KillTarget): Promise<number[]> {
   const scan = inits.length === 0;
   await killInitsFirst(target.pid, inits);
   signalTree(target, "SIGKILL");
-  // Real time on purpose: this waits on the kernel, not on anything a test clock models.
-  // A killed tree is usually gone within a millisecond or two: the polls start at 1 ms and
-  // double up to KILL_POLL_MS, so closing a session does not sit out a whole 10 ms poll.
-  for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, KILL_POLL_MS)) {
-    const left = [...inits, ...(scan ? taggedProcesses(target.tag) : [])].filter(isAlive);
-    if (left.length === 0 || waited >= KILL_WAIT_MS) return left;
+  let left: number[] = [];
+  // Closing a session need not sit out a whole 10 ms poll (pollUntil starts at 1 ms).
+  await pollUntil(() => {
+    left = [...inits, ...(scan ? taggedProcesses(target.tag) : [])].filter(isAlive);
     for (const pid of left) signalQuietly(pid, "SIGKILL");
-    await delay(pause);
-  }
+    return left.length === 0;
+  }, KILL_WAIT_MS);
+  return left;
 }
