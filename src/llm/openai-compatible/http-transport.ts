@@ -27,6 +27,8 @@ export interface HttpAnswer {
   status: number;
   /** A response header (any case), or null. */
   header(name: string): string | null;
+  /** Every response header, lower-case names, repeated ones joined. */
+  headers(): Record<string, string>;
   /** The body, decoded from its content-encoding; reading it throws when the connection fails or the call is aborted. */
   body: AsyncIterable<Uint8Array>;
 }
@@ -90,6 +92,7 @@ function answer(res: IncomingMessage): HttpAnswer {
   return {
     status: res.statusCode ?? 0,
     header: (name) => headerValue(res.headers, name),
+    headers: () => Object.fromEntries(Object.keys(res.headers).map((name) => [name, headerValue(res.headers, name)!])),
     body: readBody(decoder ? pipeline(res, decoder, () => undefined) : res, res),
   };
 }

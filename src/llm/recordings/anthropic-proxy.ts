@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { Clock } from "../../base/clock.js";
 import type { Logger } from "../../base/log.js";
 import { errorMessage } from "../../errors.js";
+import { nodeHttpTransport } from "../openai-compatible/http-transport.js";
 import { normalized } from "./compare.js";
 import { isWireLine, readRecording, recordingAppender, ReplayQueue } from "./file.js";
 import type { WireExchange } from "./format.js";
@@ -35,9 +36,9 @@ export interface ProxyOptions {
 /** Requests that are model calls: recorded, and replayed strictly in order. The rest is the binary's housekeeping. */
 const MODEL_CALL = /^\/v1\/messages(\/count_tokens)?$/;
 
-/** Request headers not passed on upstream: the hop's own, and the encodings fetch negotiates itself. */
+/** Request headers not passed on upstream: the hop's own, and the encodings (the transport asks for none and decodes any). */
 const HOP_REQUEST_HEADERS = new Set(["host", "connection", "content-length", "accept-encoding", "keep-alive", "transfer-encoding"]);
-/** Response headers not passed back: fetch has already decoded and de-chunked the body. */
+/** Response headers not passed back: the transport has already decoded and de-chunked the body. */
 const HOP_RESPONSE_HEADERS = new Set(["content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"]);
 
 /**
@@ -50,6 +51,8 @@ export async function startAnthropicRecordingProxy(options: ProxyOptions): Promi
   const routes = new Map<string, { upstream: string; onMismatch: (message: string) => void }>();
   const append = recordingAppender(options.file, options.log);
   const replay = options.mode === "replay" ? replayQueue(options.file) : null;
+  // node:http, as for the native engine's providers: fetch's own 300 s waits would cut a slow answer.
+  const transport = nodeHttpTransport();
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
@@ -80,24 +83,20 @@ export async function startAnthropicRecordingProxy(options: ProxyOptions): Promi
     // The SDK leaving (its timeout, a cancel) ends the upstream call too.
     const left = new AbortController();
     res.once("close", () => left.abort());
-    const upstream = await fetch(`${route.upstream.replace(/\/+$/, "")}${path}${match[3] ?? ""}`, {
+    const upstream = await transport(`${route.upstream.replace(/\/+$/, "")}${path}${match[3] ?? ""}`, {
       method,
       signal: left.signal,
       headers: forwardedHeaders(req),
-      ...(method === "GET" || method === "HEAD" ? {} : { body: raw }),
+      body: method === "GET" || method === "HEAD" ? "" : raw,
     });
     const headers: Record<string, string> = {};
-    upstream.headers.forEach((value, key) => {
-      if (!HOP_RESPONSE_HEADERS.has(key)) headers[key] = value;
-    });
+    for (const [key, value] of Object.entries(upstream.headers())) if (!HOP_RESPONSE_HEADERS.has(key)) headers[key] = value;
     res.writeHead(upstream.status, headers);
     const chunks: Buffer[] = [];
-    if (upstream.body) {
-      for await (const chunk of upstream.body as AsyncIterable<Uint8Array>) {
-        if (res.destroyed) return; // the SDK left before the end: not an exchange, nothing is recorded
-        chunks.push(Buffer.from(chunk));
-        res.write(chunk);
-      }
+    for await (const chunk of upstream.body) {
+      if (res.destroyed) return; // the SDK left before the end: not an exchange, nothing is recorded
+      chunks.push(Buffer.from(chunk));
+      res.write(chunk);
     }
     res.end();
     if (!modelCall) return;
@@ -106,7 +105,7 @@ export async function startAnthropicRecordingProxy(options: ProxyOptions): Promi
       workspace: options.workspace,
       wire: "anthropic",
       request: { method, path, body: body ?? null },
-      response: { status: upstream.status, contentType: upstream.headers.get("content-type") ?? "", body: Buffer.concat(chunks).toString("utf8") },
+      response: { status: upstream.status, contentType: upstream.header("content-type") ?? "", body: Buffer.concat(chunks).toString("utf8") },
     });
   }
 
@@ -172,11 +171,11 @@ function answerHousekeeping(res: ServerResponse, asked: WireExchange["request"])
   sendError(res, 404, "not_found_error", `VEIL_REPLAY: ${asked.method} ${asked.path} is not a model call and is not replayed`);
 }
 
-function forwardedHeaders(req: IncomingMessage): Headers {
-  const headers = new Headers();
+function forwardedHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_REQUEST_HEADERS.has(key)) continue;
-    headers.set(key, Array.isArray(value) ? value.join(", ") : value);
+    headers[key] = Array.isArray(value) ? value.join(", ") : value;
   }
   return headers;
 }
