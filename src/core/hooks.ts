@@ -75,10 +75,12 @@ export class HookRunner {
 
   /**
    * True when any hook is configured for `event` (lets callers skip building inputs), and
-   * while the hooks cannot be read (the call must come in to fail).
+   * while the hooks cannot be read (the call must come in to fail). `reread: false` answers
+   * from the hooks taken up last (a tool call's later checks use the hooks its first one read:
+   * two stats of the settings files per call instead of one pair per check).
    */
-  has(event: HookEventName): boolean {
-    this.refresh();
+  has(event: HookEventName, options: { reread?: boolean } = {}): boolean {
+    if (options.reread !== false) this.refresh();
     return this.broken !== undefined || this.byEvent.has(event);
   }
 

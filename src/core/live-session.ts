@@ -1,7 +1,7 @@
 import type { IdGenerator } from "../base/ids.js";
 import type { Logger } from "../base/log.js";
 import type { TokenUsage } from "../base/usage.js";
-import type { ModelEntry } from "../config/types.js";
+import type { ModelEntry, ModelInfo } from "../config/types.js";
 import type { RunResult, StopReason } from "../engines/types.js";
 import { costOf } from "../llm/cost.js";
 import { modelInfo } from "../llm/models.js";
@@ -48,6 +48,19 @@ export interface LiveSessionDeps {
 /** USD of one call at models.json prices of the model that answered (null: no price). */
 export function priceOf(models: Record<string, ModelEntry>, usage: TokenUsage, modelKey: string): number | null {
   return costOf(usage, modelInfo(modelKey, models).cost);
+}
+
+/**
+ * priceOf for one run: each model's price is looked up once (the catalogue's search by name
+ * segments ran twice per model call otherwise: the recorder's cost and telemetry's).
+ */
+export function runPricer(models: Record<string, ModelEntry>): (usage: TokenUsage, modelKey: string) => number | null {
+  const prices = new Map<string, ModelInfo["cost"]>();
+  return (usage, modelKey) => {
+    let cost = prices.get(modelKey);
+    if (cost === undefined && !prices.has(modelKey)) prices.set(modelKey, (cost = modelInfo(modelKey, models).cost));
+    return costOf(usage, cost);
+  };
 }
 
 export function createLiveSession(id: string, deps: LiveSessionDeps): LiveSession {

@@ -9,7 +9,7 @@ import { prepareRun, type PreparedRun, type RunSetupDeps } from "./run-setup.js"
 import { toolCallEvents } from "./tool-calls.js";
 import { SessionWriter } from "./session-writer.js";
 import { TurnCheckpoints } from "./checkpoints/turn-checkpoints.js";
-import { ENGINE_STATE_KEY, priceOf, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
+import { ENGINE_STATE_KEY, runPricer, settleRunContext, type ActiveRun, type LiveSession } from "./live-session.js";
 import { stopHook } from "./session-hooks.js";
 import { notHeldResult, type RunFence, type SessionPlacement } from "./placement.js";
 import type { SendOptions, SessionManagerDeps } from "./session-types.js";
@@ -49,18 +49,19 @@ export async function executeRun(host: RunHost, id: string, live: LiveSession, r
   // What hooks and remote methods publish for the session while it runs goes through this writer too.
   const letGo = host.deps.runWriters?.hold(writer);
   let modelKey: string | undefined;
+  const price = runPricer(host.deps.config.models);
   const checkpoints = host.deps.checkpoints ? new TurnCheckpoints({ tracker: host.deps.checkpoints, store: writer.store, sessionId: id, ids: host.deps.ids, log }) : undefined;
   const recorder = new RunRecorder({
     writer,
     observers: () => host.recorderObservers(id),
-    costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? ""),
+    costOf: (usage, model) => price(usage, model ?? modelKey ?? ""),
     context: live.context,
     ...(checkpoints ? { checkpoints } : {}),
   });
   // A new run (a takeover, a restart) reads the inbox at its first boundary whatever was seen.
   live.inbox.changed();
   const inbox = host.inbox(id, live, recorder);
-  const telemetry = host.deps.telemetry?.turnStarted({ sessionId: id, parent: turnParent(perCall), costOf: (usage, model) => priceOf(host.deps.config.models, usage, model ?? modelKey ?? "") });
+  const telemetry = host.deps.telemetry?.turnStarted({ sessionId: id, parent: turnParent(perCall), costOf: (usage, model) => price(usage, model ?? modelKey ?? "") });
   let result: RunResult;
   try {
     // Many runs starting at once take turns with the sockets (see fair-turns.ts).

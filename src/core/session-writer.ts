@@ -145,6 +145,22 @@ export class SessionWriter {
 
   /** What one tool call may write of its session: its side tables and its events, nothing else. */
   toolWrites(call: { id: string; name: string }): ToolWrites {
+    const shared = (this.sessionWrites ??= this.makeSessionWrites());
+    return {
+      todos: shared.todos,
+      readMarkers: shared.readMarkers,
+      otherSessions: shared.otherSessions,
+      wakeupRow: shared.wakeupRow,
+      audit: shared.audit,
+      emitChunk: (chunk) => void this.publish({ type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
+      emit: async (body) => void (await this.publish(body)),
+    };
+  }
+
+  /** The part of every call's writes that names no call: made once per writer, not per call. */
+  private sessionWrites?: Omit<ToolWrites, "emitChunk" | "emit">;
+
+  private makeSessionWrites(): Omit<ToolWrites, "emitChunk" | "emit"> {
     const { store, sessionId } = this.deps;
     return {
       todos: { get: () => store.getTodos(sessionId), set: (todos: TodoItem[]) => store.setTodos(sessionId, todos) },
@@ -156,8 +172,6 @@ export class SessionWriter {
       },
       wakeupRow: { set: (row) => store.setWakeup({ ...row, session_id: sessionId }), delete: () => store.deleteWakeup(sessionId) },
       audit: (kind, data) => store.addAudit({ session_id: sessionId, kind, data }),
-      emitChunk: (chunk) => void this.publish({ type: "tool.chunk", toolName: call.name, toolCallId: call.id, chunk }),
-      emit: async (body) => void (await this.publish(body)),
     };
   }
 }

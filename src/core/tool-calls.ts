@@ -74,7 +74,9 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
   if (problem) return yield finished("error", { output: formatToolError("VALIDATION_ERROR", problem) }, input);
   if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   const hooks = deps.hooks;
-  if (hooks?.has("PreToolUse")) {
+  // The settings files are looked at once per call; the call's later checks use what this read.
+  const preHooked = hooks?.has("PreToolUse") ?? false;
+  if (hooks && preHooked) {
     yield { type: "tool_state", callId: call.id, state: "validating" };
     // A blocked call never runs: the hook's reason (its stderr) is the result the model sees.
     const decision = await hooks.preToolUse({ sessionId: deps.sessionId ?? "", toolName: call.name, toolInput: parsed.value });
@@ -82,7 +84,7 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
     if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
   }
   if (deps.approvals?.needed(call.name)) {
-    if (!hooks?.has("PreToolUse")) yield { type: "tool_state", callId: call.id, state: "validating" };
+    if (!preHooked) yield { type: "tool_state", callId: call.id, state: "validating" };
     // Asked after every check, so a person approves exactly the call that will run.
     const verdict = await deps.approvals.ask({ toolName: call.name, toolInput: parsed.value, toolCallId: call.id }, signal);
     if (!verdict.approved) return yield finished(signal.aborted ? "cancelled" : "error", { output: formatToolError("DENIED", verdict.reason) }, input);
@@ -113,7 +115,7 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
     if (settled.ok) {
       let outcome = normaliseOutcome(settled.value);
       if (deps.annotate) outcome = await deps.annotate(tool, parsed.value, outcome);
-      if (hooks?.has("PostToolUse")) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
+      if (hooks?.has("PostToolUse", { reread: false })) outcome = await afterTool(hooks, deps.sessionId ?? "", call.name, parsed.value, outcome);
       return yield finished(outcome.isError ? "error" : "done", outcome, input);
     }
     const error = settled.error;

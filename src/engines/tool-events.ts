@@ -14,6 +14,8 @@ export async function* runToolCalls(
   io: Pick<RunIO, "executeTool">,
   touches: (call: ToolCallRequest) => readonly string[] = () => [],
 ): AsyncGenerator<RunEvent, ToolCallResult[]> {
+  // Most responses ask for one call: its events pass straight through, without the race below.
+  if (calls.length === 1) return yield* singleCall(calls[0]!, io);
   const waitsFor = predecessorsOnPaths(calls, touches);
   const streams: (AsyncIterator<RunEvent> | undefined)[] = calls.map(() => undefined);
   const ended = calls.map(() => false);
@@ -48,6 +50,19 @@ export async function* runToolCalls(
     pull(index);
   }
   return results as ToolCallResult[];
+}
+
+async function* singleCall(call: ToolCallRequest, io: Pick<RunIO, "executeTool">): AsyncGenerator<RunEvent, ToolCallResult[]> {
+  let result: ToolCallResult | undefined;
+  for await (const event of io.executeTool(call)) {
+    if (event.type === "tool_finished") result = event.result;
+    yield event;
+  }
+  if (!result) {
+    result = missingResult(call);
+    yield { type: "tool_finished", result, input: null };
+  }
+  return [result];
 }
 
 /** For each call, the earlier calls it must wait for: the last one before it on each of its paths. */
