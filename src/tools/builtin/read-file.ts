@@ -99,7 +99,7 @@ async function readText(absolute: string, name: string, size: number, window: Te
   const explicit = window.offset !== undefined || window.limit !== undefined;
   const first = window.offset ?? 1;
   const last = window.limit !== undefined ? first + window.limit - 1 : explicit ? Number.POSITIVE_INFINITY : DEFAULT_READ_LINES;
-  const read = await readLineWindow(absolute, { first, last, keepChars: READ_MAX_BYTES, signal }).catch((error) => {
+  const read = await readLineWindow(absolute, { first, last, keepChars: READ_MAX_BYTES, signal }, size).catch((error) => {
     throw readFailure(error, absolute);
   });
   if (signal.aborted) throw new ToolError("CANCELLED", "read_file was cancelled.");

@@ -1,15 +1,17 @@
-import { lstat, stat } from "node:fs/promises";
-import type { Stats } from "node:fs";
+import { lstatSync, statSync, type Stats } from "node:fs";
 import { ToolError } from "../../errors.js";
 
-/** stat() that fails with the file tools' codes: FILE_NOT_FOUND, BROKEN_SYMLINK, PERMISSION_DENIED. */
+/**
+ * stat() that fails with the file tools' codes: FILE_NOT_FOUND, BROKEN_SYMLINK, PERMISSION_DENIED.
+ * A synchronous stat: a few µs, where the promise API's trip through the thread pool took 0.1 ms or more.
+ */
 export async function statForTool(absolute: string, what: "file" | "directory" | "path" = "path"): Promise<Stats> {
   try {
-    return await stat(absolute);
+    return statSync(absolute);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") {
-      const link = await lstat(absolute).catch(() => undefined);
+      const link = lstatSync(absolute, { throwIfNoEntry: false });
       if (link?.isSymbolicLink()) {
         throw new ToolError("BROKEN_SYMLINK", `${absolute} is a broken symbolic link (its target does not exist or loops).`);
       }

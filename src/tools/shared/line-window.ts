@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { MAX_LINE_CHARS, looksBinary, utf16Length, type ShownLine } from "./text-view.js";
@@ -35,67 +36,114 @@ export interface LineWindow {
 }
 
 /**
+ * Files up to this size are read with synchronous calls: each call of the promise API is a
+ * round trip through libuv's thread pool (about 0.1–0.3 ms each, five of them for a small
+ * file), which made a read_file step slower than a shell command. Past it the reads go
+ * through the pool, so a huge file never holds the event loop for long.
+ */
+export const SYNC_READ_MAX_BYTES = 1024 * 1024;
+
+/**
  * Reads a text file a chunk at a time and keeps only the lines a view can show: the window
  * `first`..`last`, until the kept text passes `keepChars`, each line cut past MAX_LINE_CHARS.
  * The rest is only counted, so a file of any size, with lines of any length (one 1 GB line, a
- * sparse file's holes), costs a chunk plus what is shown.
+ * sparse file's holes), costs a chunk plus what is shown. `size` (the file's, from a stat just
+ * made) lets a small file be read synchronously.
  */
-export async function readLineWindow(path: string, request: LineWindowRequest): Promise<LineWindow> {
+export async function readLineWindow(path: string, request: LineWindowRequest, size?: number): Promise<LineWindow> {
+  if (size !== undefined && size <= SYNC_READ_MAX_BYTES) return readLineWindowSync(path, request);
   const handle = await open(path, "r");
   try {
-    return await scan(handle, request);
+    const scanner = new LineScanner(request);
+    const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    for (;;) {
+      if (request.signal?.aborted) break;
+      const { bytesRead: n } = await handle.read(buffer, 0, buffer.length, scanner.bytesRead);
+      if (n === 0 || scanner.feed(buffer.subarray(0, n))) break;
+    }
+    return scanner.finish();
   } finally {
     await handle.close();
   }
 }
 
-async function scan(handle: Awaited<ReturnType<typeof open>>, request: LineWindowRequest): Promise<LineWindow> {
-  const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-  const lines: ShownLine[] = [];
-  const blankCheck = new StringDecoder("utf8");
-  let blank = true;
-  let keptChars = 0;
-  let keeping = request.first <= request.last && request.keepChars > 0;
-  let line = 1;
-  let newlines = 0;
-  let lastByte = -1;
-  let bytesRead = 0;
-  let current: LineBuilder | undefined;
+function readLineWindowSync(path: string, request: LineWindowRequest): LineWindow {
+  const fd = openSync(path, "r");
+  try {
+    const scanner = new LineScanner(request);
+    const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    for (;;) {
+      if (request.signal?.aborted) break;
+      const n = readSync(fd, buffer, 0, buffer.length, scanner.bytesRead);
+      if (n === 0 || scanner.feed(buffer.subarray(0, n))) break;
+    }
+    return scanner.finish();
+  } finally {
+    closeSync(fd);
+  }
+}
 
-  for (;;) {
-    if (request.signal?.aborted) break;
-    const { bytesRead: n } = await handle.read(buffer, 0, buffer.length, bytesRead);
-    if (n === 0) break;
-    const chunk = buffer.subarray(0, n);
-    if (bytesRead === 0 && looksBinary(chunk)) return { binary: true, blank: false, totalLines: 0, lines: [], bytesRead: n };
-    bytesRead += n;
-    lastByte = chunk[n - 1]!;
-    if (blank && /\S/.test(blankCheck.write(chunk))) blank = false;
+/** The window's lines and the file's counts, fed one chunk at a time. */
+class LineScanner {
+  private readonly lines: ShownLine[] = [];
+  private readonly blankCheck = new StringDecoder("utf8");
+  private blank = true;
+  private binary = false;
+  private keptChars = 0;
+  private keeping: boolean;
+  private line = 1;
+  private newlines = 0;
+  private lastByte = -1;
+  bytesRead = 0;
+  private current: LineBuilder | undefined;
+
+  constructor(private readonly request: LineWindowRequest) {
+    this.keeping = request.first <= request.last && request.keepChars > 0;
+  }
+
+  /** Takes in the next chunk (a reused buffer: what is kept is copied); true when nothing more needs reading. */
+  feed(chunk: Buffer): boolean {
+    const n = chunk.length;
+    const request = this.request;
+    if (this.bytesRead === 0 && looksBinary(chunk)) {
+      this.binary = true;
+      this.bytesRead = n;
+      return true;
+    }
+    this.bytesRead += n;
+    this.lastByte = chunk[n - 1]!;
+    if (this.blank && /\S/.test(this.blankCheck.write(chunk))) this.blank = false;
     let pos = 0;
     while (pos < n) {
-      if (!keeping || line > request.last) {
+      if (!this.keeping || this.line > request.last) {
         // Nothing more to keep: only count what is left.
-        for (let nl = chunk.indexOf(NEWLINE, pos); nl !== -1; nl = chunk.indexOf(NEWLINE, nl + 1)) newlines++;
+        for (let nl = chunk.indexOf(NEWLINE, pos); nl !== -1; nl = chunk.indexOf(NEWLINE, nl + 1)) this.newlines++;
         break;
       }
       const nl = chunk.indexOf(NEWLINE, pos);
       const end = nl === -1 ? n : nl;
-      if (line >= request.first) (current ??= new LineBuilder()).add(chunk.subarray(pos, end));
+      if (this.line >= request.first) (this.current ??= new LineBuilder()).add(chunk.subarray(pos, end));
       if (nl === -1) break;
-      if (current) {
-        keptChars += keep(lines, current);
-        current = undefined;
-        if (keptChars > request.keepChars) keeping = false;
+      if (this.current) {
+        this.keptChars += keep(this.lines, this.current);
+        this.current = undefined;
+        if (this.keptChars > request.keepChars) this.keeping = false;
       }
-      newlines++;
-      line++;
+      this.newlines++;
+      this.line++;
       pos = nl + 1;
     }
+    return false;
   }
-  if (current) keep(lines, current);
-  const totalLines = newlines + (bytesRead > 0 && lastByte !== NEWLINE ? 1 : 0);
-  if (blank && /\S/.test(blankCheck.end())) blank = false;
-  return { binary: false, blank, totalLines, lines, bytesRead };
+
+  finish(): LineWindow {
+    if (this.binary) return { binary: true, blank: false, totalLines: 0, lines: [], bytesRead: this.bytesRead };
+    if (this.current) keep(this.lines, this.current);
+    const totalLines = this.newlines + (this.bytesRead > 0 && this.lastByte !== NEWLINE ? 1 : 0);
+    let blank = this.blank;
+    if (blank && /\S/.test(this.blankCheck.end())) blank = false;
+    return { binary: false, blank, totalLines, lines: this.lines, bytesRead: this.bytesRead };
+  }
 }
 
 function keep(lines: ShownLine[], builder: LineBuilder): number {

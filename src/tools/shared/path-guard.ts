@@ -138,11 +138,20 @@ export function isWriteProtected(policy: PathPolicy, ...candidates: string[]): b
 
 /** Refuses a read of a secret; returns the real path when the file exists. */
 export async function guardRead(policy: PathPolicy, absolute: string): Promise<string | undefined> {
-  const real = await realpath(absolute).catch(() => undefined);
+  // Synchronous: a handful of lstat calls, where realpath's trip through the thread pool cost more.
+  const real = realpathOrUndefined(absolute);
   if (isReadProtected(policy, absolute, ...(real ? [real] : []))) {
     throw new ToolError("PATH_PROTECTED", `${absolute} holds the runtime's secrets and cannot be read by file tools.`);
   }
   return real;
+}
+
+function realpathOrUndefined(absolute: string): string | undefined {
+  try {
+    return realpathSync(absolute);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface WriteTarget {
