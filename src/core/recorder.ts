@@ -108,9 +108,11 @@ export class RunRecorder {
       case "model_usage":
         return this.addUsage(event.usage, event.model);
       case "assistant_message":
+        await this.baselineTaken();
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
       case "tool_started":
+        await this.baselineTaken();
         void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: eventInput(event.input) });
         return;
       case "tool_state":
@@ -163,10 +165,25 @@ export class RunRecorder {
     this.writer.publishToolResult(row, { name: call.name, id: call.id, input, success: result.success, durationMs: result.durationMs, details: result.details });
   }
 
-  /** The run starts: the session is running. */
+  /**
+   * The run starts: the session is running. The checkpoint baseline (a scan and a copy of the
+   * workspace) is taken meanwhile, while the first model call goes out and waits for its
+   * answer. The first answer waits for it, and so do a tool call's start (a call runs only
+   * once its tool_started was applied) and the Stop hook (after the last answer): nothing the
+   * run does touches a file before the baseline holds it.
+   */
   async started(): Promise<void> {
     await this.writer.setStatus("running", "run started");
-    await this.deps.checkpoints?.ready();
+    this.baseline = this.deps.checkpoints?.ready();
+  }
+
+  /** The checkpoint baseline being taken, until the first answer or tool call has waited for it. */
+  private baseline: Promise<void> | undefined;
+
+  private async baselineTaken(): Promise<void> {
+    if (!this.baseline) return;
+    await this.baseline;
+    this.baseline = undefined;
   }
 
   /**

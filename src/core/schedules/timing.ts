@@ -1,4 +1,11 @@
-import { Cron } from "croner";
+import { createRequire } from "node:module";
+import type { Cron } from "croner";
+
+// Loaded at the first cron expression, not at start: `veil run` and a server without cron
+// schedules never need it (its load was a tenth of `veil run`'s module start-up).
+const require = createRequire(import.meta.url);
+let croner: typeof import("croner") | undefined;
+const cronClass = (): typeof Cron => (croner ??= require("croner") as typeof import("croner")).Cron;
 import { VeilError } from "../../errors.js";
 
 /** Longest interval an `everySeconds` schedule may have: ten years. */
@@ -13,7 +20,7 @@ export type ScheduleTiming = { cron: string; everySeconds?: undefined } | { ever
  */
 export function compileCron(expression: string): Cron {
   try {
-    return new Cron(expression.trim(), { timezone: "UTC", mode: "5-part", domAndDow: false });
+    return new (cronClass())(expression.trim(), { timezone: "UTC", mode: "5-part", domAndDow: false });
   } catch (error) {
     throw new VeilError("VALIDATION_ERROR", `invalid cron expression "${expression}": ${(error as Error).message.replace(/^CronPattern: /, "")} (five fields, UTC: minute hour day-of-month month day-of-week)`);
   }
