@@ -190,7 +190,18 @@ describe("manual compaction: POST /sessions/:id/compact", () => {
     const session = await h.runtime.sessions.create({ agent: "default" });
     const receipt = await h.runtime.sessions.send(session.id, REQUEST);
     await h.llm.waitForRequests(5);
+    // The request is let go only once the server has taken it in (it travels over a socket, and
+    // the boundary after the fifth call may otherwise come first: then it is the next one's).
+    const live = (h.runtime.sessions as unknown as { live: Map<string, { context: { requestCompaction(): Promise<unknown> } }> }).live.get(session.id)!;
+    const takenIn = new Promise<void>((resolve) => {
+      const request = live.context.requestCompaction.bind(live.context);
+      live.context.requestCompaction = () => {
+        resolve();
+        return request();
+      };
+    });
     const compacting = server.fetch(`/sessions/${session.id}/compact`, { method: "POST" });
+    await takenIn;
     await h.runtime.sessions.send(session.id, "also note the date");
     expect(compactions(session.id)).toHaveLength(0);
     release();
