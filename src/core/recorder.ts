@@ -108,11 +108,11 @@ export class RunRecorder {
       case "model_usage":
         return this.addUsage(event.usage, event.model);
       case "assistant_message":
-        await this.baselineTaken();
+        if (this.baseline) await this.baselineTaken();
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
       case "tool_started":
-        await this.baselineTaken();
+        if (this.baseline) await this.baselineTaken();
         void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: eventInput(event.input) });
         return;
       case "tool_state":
@@ -181,7 +181,6 @@ export class RunRecorder {
   private baseline: Promise<void> | undefined;
 
   private async baselineTaken(): Promise<void> {
-    if (!this.baseline) return;
     await this.baseline;
     this.baseline = undefined;
   }
