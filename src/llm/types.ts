@@ -85,6 +85,11 @@ export interface LlmRequest {
    * describe the call to Veil (they are not sent a second time).
    */
   wireBody?: Readonly<Record<string, unknown>>;
+  /**
+   * Called once the request has been handed to the network (providers that can tell): work
+   * meant to overlap the model's time to answer starts then, off the request's own path.
+   */
+  onSent?: () => void;
 }
 
 /** One provider endpoint. */

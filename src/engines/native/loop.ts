@@ -159,8 +159,8 @@ type StreamOutcome =
   | { kind: "done"; message: AssistantMessage; finishReason: string; usage: TokenUsage; model?: string }
   | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage; model?: string };
 
-/** How long after a model request the turn's tool warm-up starts (see streamOnce). */
-const WARM_UP_DELAY_MS = 5;
+/** How long after a model request the turn's tool warm-up starts when its client does not say it was sent (see streamOnce). */
+const WARM_UP_DELAY_MS = 25;
 
 /** A stream event as the run event it relays, if any. */
 function runEvent(event: StreamEvent): RunEvent | undefined {
@@ -179,6 +179,17 @@ function runEvent(event: StreamEvent): RunEvent | undefined {
 async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: LlmClient, outputSchema?: LlmRequest["outputSchema"]): AsyncGenerator<RunEvent | StreamOutcome> {
   let ended: Extract<StreamEvent, { type: "done" | "error" }> | undefined;
   yield { type: "model_call_started", model: request.modelKey };
+  // Once the request is out, the first tool calls' start-up work (a shell to spawn, a sandbox
+  // to probe) overlaps the model's time to answer, off the request's own path (connect, send):
+  // it starts when the provider says the request was sent, or after WARM_UP_DELAY_MS from a
+  // client that does not say. A stream over before then needed no warm-up: the next one of the
+  // turn may still use it.
+  let sentWarmUp: NodeJS.Immediate | undefined;
+  const warmUpNow = () => {
+    clearTimeout(warmUp);
+    sentWarmUp ??= setImmediate(() => request.toolset.warmUp());
+  };
+  const warmUp = setTimeout(() => request.toolset.warmUp(), WARM_UP_DELAY_MS);
   const stream = llm.stream({
     modelKey: request.modelKey,
     messages,
@@ -186,12 +197,9 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
     reasoning: request.reasoning,
     maxTokens: request.maxOutputTokens,
     signal: request.signal,
+    onSent: warmUpNow,
     ...(outputSchema ? { outputSchema } : {}),
   });
-  // Once the request is out, the first tool calls' start-up work overlaps the model's time
-  // to answer; the delay keeps it off the request's own path (connect, send). A stream over
-  // before then needed no warm-up: the next one of the turn may still use it.
-  const warmUp = setTimeout(() => request.toolset.warmUp(), WARM_UP_DELAY_MS);
   try {
     for await (const event of stream) {
       const delta = runEvent(event);
@@ -200,6 +208,7 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
     }
   } finally {
     clearTimeout(warmUp);
+    if (sentWarmUp) clearImmediate(sentWarmUp);
   }
   const final = ended as Extract<StreamEvent, { type: "done" | "error" }> | undefined;
   if (!final) {

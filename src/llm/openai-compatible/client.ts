@@ -102,6 +102,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
         },
         body: JSON.stringify(requestBody(request, s.dialect)),
         signal: controller.signal,
+        ...(request.onSent ? { sent: request.onSent } : {}),
       });
     } catch (error) {
       return yield thrown(error);

@@ -21,6 +21,8 @@ export interface HttpCall {
   headers: Record<string, string>;
   body: string;
   signal: AbortSignal;
+  /** Called once the whole request has been handed to the socket (Node's "finish"). */
+  sent?: () => void;
 }
 
 export interface HttpAnswer {
@@ -79,6 +81,7 @@ export function nodeHttpTransport(options: { idleConnectionMs?: number } = {}): 
           if (!responded && !retried && sent.reusedSocket && !call.signal.aborted && RESET_CODES.has(error.code ?? "")) send(true);
           else reject(error);
         });
+        if (call.sent) sent.once("finish", call.sent);
         sent.end(call.body);
       };
       send(false);

@@ -76,6 +76,34 @@ describe("the providers' HTTP transport (node:http)", () => {
     }
   });
 
+  it("says the request was sent (onSent) before any answer: a server that answers only after it never answers otherwise", async () => {
+    let sent!: () => void;
+    const wasSent = new Promise<void>((resolve) => (sent = resolve));
+    // The server holds its answer until the client has said the request went out: without the call this never answers.
+    const endpoint = await serve((_req, res) => {
+      void wasSent.then(() => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(chunk("ok", "stop") + "data: [DONE]\n\n");
+      });
+    });
+    const provider = createOpenAiProvider("p", { type: "openai", baseUrl: endpoint.url, apiKey: "k" }, { env: {} });
+    const order: string[] = [];
+    let end: StreamEvent | undefined;
+    for await (const event of provider.stream({
+      model: "m1",
+      messages: [{ role: "user", content: "hi" }],
+      onSent: () => {
+        order.push("sent");
+        sent();
+      },
+    })) {
+      if (order.at(-1) !== "event") order.push("event");
+      end = event;
+    }
+    expect(end).toMatchObject({ type: "done", message: { content: "ok" } });
+    expect(order).toEqual(["sent", "event"]);
+  });
+
   it("decodes a body a server or proxy compressed anyway (gzip stream, gzip error body)", async () => {
     const endpoint = await serve((req, res) => {
       if (req.url?.includes("fail")) {
