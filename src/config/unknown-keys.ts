@@ -1,4 +1,8 @@
-import { distance } from "fastest-levenshtein";
+import { createRequire } from "node:module";
+
+// Loaded when a file has a key to suggest a fix for, not by every start-up.
+const require = createRequire(import.meta.url);
+let levenshtein: typeof import("fastest-levenshtein") | undefined;
 import type { Logger } from "../base/log.js";
 
 /** A key of a config file that its schema does not name. */
@@ -62,7 +66,7 @@ export function closestKey(key: string, known: readonly string[]): string | unde
   const limit = Math.max(1, Math.floor(key.length / 3));
   let best: { key: string; cost: number } | undefined;
   for (const candidate of known) {
-    const cost = distance(wanted, candidate.toLowerCase());
+    const cost = (levenshtein ??= require("fastest-levenshtein") as typeof import("fastest-levenshtein")).distance(wanted, candidate.toLowerCase());
     if (cost <= limit && (!best || cost < best.cost)) best = { key: candidate, cost };
   }
   return best?.key;

@@ -1,4 +1,9 @@
-import { Worker } from "node:worker_threads";
+import { createRequire } from "node:module";
+import type { Worker } from "node:worker_threads";
+
+// node:worker_threads is compiled at its first require (about 1 ms): loaded by the first glob
+// that needs a thread, not by every start-up.
+const require = createRequire(import.meta.url);
 import { ToolError, type ErrorCode } from "../../errors.js";
 import type { Disposable } from "../types.js";
 import { compiledEntry } from "./compiled-entry.js";
@@ -96,7 +101,8 @@ export class GlobThreads implements Disposable {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(this.workerPath);
+    const { Worker: WorkerThread } = require("node:worker_threads") as typeof import("node:worker_threads");
+    const worker = new WorkerThread(this.workerPath);
     this.all.add(worker);
     worker.once("exit", () => {
       this.all.delete(worker);
