@@ -27,8 +27,13 @@ interface Timing {
  */
 export async function run(): Promise<BenchResult[]> {
   const main = fileURLToPath(new URL("../src/main.js", import.meta.url));
-  const workspace = mkdtempSync(join(tmpdir(), "veil-bench-startup-"));
-  mkdirSync(join(workspace, "home"), { recursive: true });
+  // The homes sit beside the workspace, not in it: each run checkpoints its workspace, and a
+  // workspace holding the other runs' homes had their checkpoint mirrors copied again and again
+  // (tens of GB after a few rounds).
+  const root = mkdtempSync(join(tmpdir(), "veil-bench-startup-"));
+  const workspace = join(root, "workspace");
+  mkdirSync(workspace);
+  mkdirSync(join(root, "home"), { recursive: true });
   let arrived: (() => void) | undefined;
   const server = createServer((req, res) => {
     arrived?.();
@@ -40,7 +45,7 @@ export async function run(): Promise<BenchResult[]> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
-  const env = { ...process.env, VEIL_BASE_URL: `http://127.0.0.1:${port}/v1`, VEIL_API_KEY: "x", VEIL_MODEL: "m", VEIL_HOME: join(workspace, "home") };
+  const env = { ...process.env, VEIL_BASE_URL: `http://127.0.0.1:${port}/v1`, VEIL_API_KEY: "x", VEIL_MODEL: "m", VEIL_HOME: join(root, "home") };
   const measure = async (args: string[], home = env.VEIL_HOME): Promise<Timing> => {
     const arrival = new Promise<number>((resolve) => (arrived = () => resolve(performance.now())));
     const t0 = performance.now();
@@ -59,7 +64,7 @@ export async function run(): Promise<BenchResult[]> {
     for (let i = 0; i <= RUNS; i++) {
       const v = await measure([main, "run", "hello"]);
       const b = await measure(["-e", bareScript]);
-      const emptyHome = join(workspace, `home-${i}`);
+      const emptyHome = join(root, `home-${i}`);
       mkdirSync(emptyHome);
       const u = await measure([main, "run", "hello"], emptyHome);
       if (i === 0) continue;
@@ -69,7 +74,7 @@ export async function run(): Promise<BenchResult[]> {
     }
   } finally {
     server.close();
-    rmSync(workspace, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   }
   const note = `median of ${RUNS} runs each, alternating`;
   return [
