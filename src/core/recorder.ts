@@ -108,11 +108,9 @@ export class RunRecorder {
       case "model_usage":
         return this.addUsage(event.usage, event.model);
       case "assistant_message":
-        if (this.baseline) await this.baselineTaken();
         await this.assistant(event.message, event.finishReason, event.usage, event.final);
         return;
       case "tool_started":
-        if (this.baseline) await this.baselineTaken();
         void writer.publish({ type: "tool.start", toolName: event.call.name, toolCallId: event.call.id, toolInput: eventInput(event.input) });
         return;
       case "tool_state":
@@ -168,22 +166,26 @@ export class RunRecorder {
   /**
    * The run starts: the session is running. The checkpoint baseline (a scan and a copy of the
    * workspace) is taken meanwhile, while the first model call goes out and waits for its
-   * answer. The first answer waits for it, and so do a tool call's start (a call runs only
-   * once its tool_started was applied) and the Stop hook (after the last answer): nothing the
-   * run does touches a file before the baseline holds it.
+   * answer; whatever may change a file waits for it (baselineHeld): a tool that is not
+   * read-only before it runs, the Stop hook before its commands. A settle queues behind it.
    */
   async started(): Promise<void> {
     await this.writer.setStatus("running", "run started");
     this.baseline = this.deps.checkpoints?.ready();
   }
 
-  /** The checkpoint baseline being taken, until the first answer or tool call has waited for it. */
+  /** The checkpoint baseline being taken, until something that may change a file has waited for it. */
   private baseline: Promise<void> | undefined;
 
-  private async baselineTaken(): Promise<void> {
-    await this.baseline;
-    this.baseline = undefined;
+  /** Resolves once the checkpoint baseline holds the workspace (at once when it does, or the run keeps none). */
+  baselineHeld(): Promise<void> | undefined {
+    const baseline = this.baseline;
+    if (!baseline) return undefined;
+    return baseline.then(() => {
+      if (this.baseline === baseline) this.baseline = undefined;
+    });
   }
+
 
   /**
    * Moves the session's inbox items into the history (in arrival order, in one transaction),

@@ -1,5 +1,6 @@
 import { fairTurn } from "../base/fair-turns.js";
 import { VeilError } from "../errors.js";
+import type { RegisteredTool } from "../tools/types.js";
 import type { RunEvent, RunIO, RunResult } from "../engines/types.js";
 import { selectEngine } from "../engines/select.js";
 import type { SessionRow } from "../store/store.js";
@@ -182,6 +183,8 @@ function runIO(host: RunHost, { id, live, run, recorder, inbox }: RunScope, turn
     sessionId: id,
     ...(turn.annotate ? { annotate: turn.annotate } : {}),
     ...(turn.approvals ? { approvals: turn.approvals } : {}),
+    // A tool that may change files runs once the checkpoint baseline holds them.
+    beforeRun: (tool: RegisteredTool) => (tool.readOnly ? undefined : recorder.baselineHeld()),
   };
   return {
     executeTool: (call) => toolCallEvents(call, executor),

@@ -46,12 +46,14 @@ export async function recordSessionStart(hooks: HookRunner | undefined, writer: 
 export function stopHook(
   hooks: HookRunner | undefined,
   sessionId: string,
-  recorder: Pick<RunRecorder, "queueInput">,
+  recorder: Pick<RunRecorder, "queueInput" | "baselineHeld">,
   /** The continuation is in the inbox. */
   queued: () => void,
 ): (() => Promise<boolean>) | undefined {
   if (!hooks?.has("Stop")) return undefined;
   return async () => {
+    // The hook's commands may change files: the checkpoint baseline must hold them first.
+    await recorder.baselineHeld();
     const { continueWith } = await hooks.stop({ sessionId });
     if (continueWith === undefined) return false;
     await recorder.queueInput(continueWith, hookMeta("Stop"));

@@ -30,6 +30,8 @@ export interface ToolExecutorDeps {
   annotate?(tool: RegisteredTool, input: Record<string, unknown>, outcome: ToolOutcome): Promise<ToolOutcome>;
   /** Calls that wait for a person's approval (settings and agent.json `approval`); absent: none. */
   approvals?: ApprovalGate;
+  /** What a call must wait for before its tool runs (the checkpoint baseline, for a tool that may change files); undefined: nothing. */
+  beforeRun?(tool: RegisteredTool): Promise<void> | undefined;
 }
 
 const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -90,6 +92,11 @@ export async function* toolCallEvents(call: ToolCallRequest, deps: ToolExecutorD
     if (!verdict.approved) return yield finished(signal.aborted ? "cancelled" : "error", { output: formatToolError("DENIED", verdict.reason) }, input);
   }
 
+  const gate = deps.beforeRun?.(tool);
+  if (gate) {
+    await gate;
+    if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);
+  }
   yield { type: "tool_state", callId: call.id, state: "executing" };
   // Checked again after the state was sent: a cancel that landed meanwhile must still stop the call.
   if (signal.aborted) return yield finished("cancelled", { output: cancelledText() }, input);

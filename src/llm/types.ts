@@ -86,9 +86,11 @@ export interface LlmRequest {
    */
   wireBody?: Readonly<Record<string, unknown>>;
   /**
-   * Called once the request has been handed to the network (providers that can tell): work
-   * meant to overlap the model's time to answer starts then, off the request's own path.
+   * A provider that can tell when its request went out calls `onSending` as it starts sending
+   * and `onSent` once the request has been handed to the network: work meant to overlap the
+   * model's time to answer starts then, off the request's own path.
    */
+  onSending?: () => void;
   onSent?: () => void;
 }
 

@@ -16,6 +16,27 @@ describe("checkpoints over HTTP (SQLite)", () => {
     await revertFlow(h, await h.serve());
   });
 
+  it("a run's first call that changes a file waits for the baseline taken beside the first model call: the checkpoint has the file as it was", async () => {
+    // Enough files that the baseline (a scan and a copy of each) is still being taken when the
+    // instant first answer asks to overwrite one of them.
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 1500; i++) files[`pkg/m${String(i).padStart(4, "0")}.txt`] = `module ${i}\n`.repeat(200);
+    h = await createRuntimeHarness({ files });
+    const server = await h.serve();
+    const { id } = await json(await server.fetch("/sessions", { method: "POST", body: "{}" }), 201);
+    await turn(h, server, id, "overwrite", [[bash("echo changed > pkg/m1499.txt; rm pkg/m0000.txt")]]);
+    expect(text(h.ws.root, "pkg/m1499.txt")).toBe("changed\n");
+    const [cp] = (await checkpoints(server, id)).checkpoints;
+    expect(cp!.files.map((f) => [f.path, f.change])).toEqual([
+      ["pkg/m0000.txt", "deleted"],
+      ["pkg/m1499.txt", "modified"],
+    ]);
+    const [m1] = await userMessageIds(server, id);
+    expect((await server.fetch(`/sessions/${id}/revert`, { method: "POST", body: JSON.stringify({ messageId: m1 }) })).status).toBe(200);
+    expect(text(h.ws.root, "pkg/m1499.txt")).toBe("module 1499\n".repeat(200));
+    expect(text(h.ws.root, "pkg/m0000.txt")).toBe("module 0\n".repeat(200));
+  });
+
   it("refuses a revert while the session runs (409 SESSION_BUSY), and an unknown message (404)", async () => {
     h = await createRuntimeHarness();
     const server = await h.serve();

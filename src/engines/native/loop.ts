@@ -160,7 +160,7 @@ type StreamOutcome =
   | { kind: "error"; error: LlmError; message: AssistantMessage; usage: TokenUsage; model?: string };
 
 /** How long after a model request the turn's tool warm-up starts when its client does not say it was sent (see streamOnce). */
-const WARM_UP_DELAY_MS = 25;
+const WARM_UP_DELAY_MS = 5;
 
 /** A stream event as the run event it relays, if any. */
 function runEvent(event: StreamEvent): RunEvent | undefined {
@@ -181,9 +181,10 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
   yield { type: "model_call_started", model: request.modelKey };
   // Once the request is out, the first tool calls' start-up work (a shell to spawn, a sandbox
   // to probe) overlaps the model's time to answer, off the request's own path (connect, send):
-  // it starts when the provider says the request was sent, or after WARM_UP_DELAY_MS from a
-  // client that does not say. A stream over before then needed no warm-up: the next one of the
-  // turn may still use it.
+  // it starts when the provider says the request was sent (a provider that will say so says
+  // it as it starts sending, which stops the timer), or after WARM_UP_DELAY_MS from a client
+  // that does not say. A stream over before then needed no warm-up: the next one of the turn
+  // may still use it.
   let sentWarmUp: NodeJS.Immediate | undefined;
   const warmUpNow = () => {
     clearTimeout(warmUp);
@@ -197,6 +198,7 @@ async function* streamOnce(messages: LlmMessage[], request: RunRequest, llm: Llm
     reasoning: request.reasoning,
     maxTokens: request.maxOutputTokens,
     signal: request.signal,
+    onSending: () => clearTimeout(warmUp),
     onSent: warmUpNow,
     ...(outputSchema ? { outputSchema } : {}),
   });

@@ -92,6 +92,7 @@ async function* streamChat(s: StreamSettings, request: LlmRequest): AsyncGenerat
     timer.startFirstByte();
     let response: HttpAnswer;
     try {
+      request.onSending?.();
       response = await s.transport(s.url, {
         method: "POST",
         headers: {

@@ -76,7 +76,7 @@ describe("the providers' HTTP transport (node:http)", () => {
     }
   });
 
-  it("says the request was sent (onSent) before any answer: a server that answers only after it never answers otherwise", async () => {
+  it("says it is sending (onSending), then that the request was sent (onSent), before any answer: a server that answers only after onSent never answers otherwise", async () => {
     let sent!: () => void;
     const wasSent = new Promise<void>((resolve) => (sent = resolve));
     // The server holds its answer until the client has said the request went out: without the call this never answers.
@@ -92,6 +92,7 @@ describe("the providers' HTTP transport (node:http)", () => {
     for await (const event of provider.stream({
       model: "m1",
       messages: [{ role: "user", content: "hi" }],
+      onSending: () => order.push("sending"),
       onSent: () => {
         order.push("sent");
         sent();
@@ -101,7 +102,7 @@ describe("the providers' HTTP transport (node:http)", () => {
       end = event;
     }
     expect(end).toMatchObject({ type: "done", message: { content: "ok" } });
-    expect(order).toEqual(["sent", "event"]);
+    expect(order).toEqual(["sending", "sent", "event"]);
   });
 
   it("decodes a body a server or proxy compressed anyway (gzip stream, gzip error body)", async () => {
