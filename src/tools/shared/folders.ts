@@ -1,4 +1,4 @@
-import { readdirSync, statSync, type Stats } from "node:fs";
+import { readdirSync, realpathSync, statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 
 /** Sub-folders of a dir, sorted (symlinks to folders count, dot-folders do not); none if the dir is absent. */
@@ -21,6 +21,15 @@ export function listFolders(dir: string): string[] {
 export function statOrNull(path: string): Stats | null {
   try {
     return statSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** The real location of an existing path (symlinks resolved), or null when it is not there. */
+export function realpathOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
   } catch {
     return null;
   }

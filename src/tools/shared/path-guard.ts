@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { ToolError } from "../../errors.js";
 import type { ToolContext } from "../types.js";
+import { realpathOrNull } from "./folders.js";
 
 /**
  * Where the file tools may read and write.
@@ -139,19 +140,11 @@ export function isWriteProtected(policy: PathPolicy, ...candidates: string[]): b
 /** Refuses a read of a secret; returns the real path when the file exists. */
 export async function guardRead(policy: PathPolicy, absolute: string): Promise<string | undefined> {
   // Synchronous: a handful of lstat calls, where realpath's trip through the thread pool cost more.
-  const real = realpathOrUndefined(absolute);
+  const real = realpathOrNull(absolute) ?? undefined;
   if (isReadProtected(policy, absolute, ...(real ? [real] : []))) {
     throw new ToolError("PATH_PROTECTED", `${absolute} holds the runtime's secrets and cannot be read by file tools.`);
   }
   return real;
-}
-
-function realpathOrUndefined(absolute: string): string | undefined {
-  try {
-    return realpathSync(absolute);
-  } catch {
-    return undefined;
-  }
 }
 
 export interface WriteTarget {

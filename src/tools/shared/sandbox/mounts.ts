@@ -1,8 +1,9 @@
-import { readdirSync, realpathSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import type { SandboxNetwork } from "../../../config/types.js";
 import { PACKAGE_ROOT } from "../../../version.js";
+import { realpathOrNull } from "../folders.js";
 
 /**
  * The file system a sandbox sees, as bubblewrap mounts. The host's root is there read-only;
@@ -63,14 +64,6 @@ export function expandPath(path: string, workspace: string, home = homedir()): s
   return isAbsolute(path) ? path : resolve(workspace, path);
 }
 
-/** The real location of an existing path, or null. */
-function real(path: string): string | null {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
 
 function isDirectory(path: string): boolean {
   try {
@@ -100,22 +93,22 @@ export function layoutMounts(layout: SandboxLayout): Mount[] {
   const add = (path: string | null, kind: Mount["kind"], source?: string) => {
     if (path) mounts.set(path, { path, kind, ...(source ? { source } : {}) });
   };
-  const writable = [layout.workspace, ...layout.writeRoots, layout.privateDir.root].map(real).filter((path): path is string => path !== null);
+  const writable = [layout.workspace, ...layout.writeRoots, layout.privateDir.root].map(realpathOrNull).filter((path): path is string => path !== null);
   for (const root of layout.runtimeRoots ?? runtimeRoots()) {
-    const path = real(root);
+    const path = realpathOrNull(root);
     // Elsewhere the host's root, read-only, already shows it; inside a writable root it stays writable.
     if (path && within(path, "/tmp") && !writable.some((w) => within(path, w))) add(path, "read-only");
   }
   for (const root of writable) add(root, "writable");
-  for (const path of [...HOST_SOCKETS, ...layout.readDeny.map((entry) => expandPath(entry, layout.workspace))]) add(real(path), "hidden");
-  add(real(layout.veilHome), "hidden");
-  const projectDir = real(layout.projectDir);
+  for (const path of [...HOST_SOCKETS, ...layout.readDeny.map((entry) => expandPath(entry, layout.workspace))]) add(realpathOrNull(path), "hidden");
+  add(realpathOrNull(layout.veilHome), "hidden");
+  const projectDir = realpathOrNull(layout.projectDir);
   if (projectDir && isDirectory(projectDir)) {
     for (const entry of safeList(projectDir)) {
       const path = join(projectDir, entry);
       // A link in .veil (say, settings.json → elsewhere) is hidden or made read-only where it points.
-      if (HIDDEN_IN_PROJECT.test(entry)) add(real(path), "hidden");
-      else if (READ_ONLY_IN_PROJECT.has(entry)) add(real(path), "read-only");
+      if (HIDDEN_IN_PROJECT.test(entry)) add(realpathOrNull(path), "hidden");
+      else if (READ_ONLY_IN_PROJECT.has(entry)) add(realpathOrNull(path), "read-only");
     }
   }
   return [...mounts.values()].sort((a, b) => depth(a.path) - depth(b.path));
