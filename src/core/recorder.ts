@@ -171,21 +171,17 @@ export class RunRecorder {
    */
   async started(): Promise<void> {
     await this.writer.setStatus("running", "run started");
-    this.baseline = this.deps.checkpoints?.ready();
+    // Forgotten once taken, so later calls have nothing to wait for.
+    this.baseline = this.deps.checkpoints?.ready().then(() => void (this.baseline = undefined));
   }
 
-  /** The checkpoint baseline being taken, until something that may change a file has waited for it. */
+  /** The checkpoint baseline while it is being taken. */
   private baseline: Promise<void> | undefined;
 
-  /** Resolves once the checkpoint baseline holds the workspace (at once when it does, or the run keeps none). */
+  /** Resolves once the checkpoint baseline holds the workspace; undefined when it does already (or the run keeps none). */
   baselineHeld(): Promise<void> | undefined {
-    const baseline = this.baseline;
-    if (!baseline) return undefined;
-    return baseline.then(() => {
-      if (this.baseline === baseline) this.baseline = undefined;
-    });
+    return this.baseline;
   }
-
 
   /**
    * Moves the session's inbox items into the history (in arrival order, in one transaction),
